@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * pool.c - sequencing of policy calls for one pool; see pool.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+
+#define POOL_MAX_VCPUS 1024 /* per domain: QEMU's x86 maximum is 1024 (maxcpus) */
+/* After a contract violation the CPU idles this long before a retry. */
+#define POOL_VIOLATION_RETRY_NS NSEC_PER_MSEC
+
+/* --- Parameter store ------------------------------------------------ */
+
+static void
+kvs_clear(struct pool_kvs *s)
+{
+    for (unsigned int i = 0; i < s->n; i++) {
+        free(s->kv[i].key);
+        free(s->kv[i].val);
+    }
+    s->n = 0;
+}
+
+/*
+ * Merge kv into s (a given key replaces the stored one). All-or-nothing:
+ * the copies are made first. Parsing has already bounded n by the schema.
+ */
+static int
+kvs_merge(struct pool_kvs *s, const struct policy_kv *kv, size_t n)
+{
+    char *k[POLICY_MAX_PARAMS] = {0}, *v[POLICY_MAX_PARAMS] = {0};
+    size_t i;
+
+    if (n > POLICY_MAX_PARAMS)
+        return -EINVAL;
+    for (i = 0; i < n; i++) {
+        k[i] = strdup(kv[i].key);
+        v[i] = strdup(kv[i].val);
+        if (k[i] == NULL || v[i] == NULL)
+            goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        unsigned int j;
+
+        for (j = 0; j < s->n && strcmp(s->kv[j].key, k[i]) != 0; j++)
+            ;
+        if (j == s->n) {
+            if (s->n == POLICY_MAX_PARAMS)
+                goto fail; /* cannot happen: keys come from one schema */
+            s->kv[s->n++].key = k[i];
+        } else {
+            free(k[i]);
+            free(s->kv[j].val);
+        }
+        s->kv[j].val = v[i];
+        k[i] = v[i] = NULL;
+    }
+    return 0;
+fail:
+    for (i = 0; i < n; i++) {
+        free(k[i]);
+        free(v[i]);
+    }
+    return -ENOMEM;
+}
+
+static size_t
+kvs_view(const struct pool_kvs *s, struct policy_kv *out)
+{
+    for (unsigned int i = 0; i < s->n; i++) {
+        out[i].key = s->kv[i].key;
+        out[i].val = s->kv[i].val;
+    }
+    return s->n;
+}
+
+/* --- Policy-side headers of a domain ---------------------------------- */
+
+static void
+hdr_free(struct policy_dom *pd)
+{
+    if (pd == NULL)
+        return;
+    for (unsigned int i = 0; pd->vcpus != NULL && i < pd->nr_vcpus; i++) {
+        if (pd->vcpus[i] != NULL)
+            free(pd->vcpus[i]->priv);
+        free(pd->vcpus[i]);
+    }
+    free(pd->vcpus);
+    free(pd->priv);
+    free(pd);
+}
+
+/* Fresh headers (and zeroed private data) of `d` for a policy `ops`. */
+static struct policy_dom *
+hdr_new(const struct policy_ops *ops, struct pool_dom *d, uint32_t first_vcpu_id)
+{
+    struct policy_dom *pd = calloc(1, sizeof(*pd));
+
+    if (pd == NULL)
+        return NULL;
+    pd->id = d->id;
+    pd->name = d->name;
+    pd->nr_vcpus = d->nr_vcpus;
+    pd->core = d;
+    pd->vcpus = calloc(d->nr_vcpus, sizeof(pd->vcpus[0]));
+    pd->priv = calloc(1, ops->dom_priv_size ? ops->dom_priv_size : 1);
+    if (pd->vcpus == NULL || pd->priv == NULL)
+        goto fail;
+    for (unsigned int i = 0; i < d->nr_vcpus; i++) {
+        struct policy_vcpu *pv = calloc(1, sizeof(*pv));
+
+        if (pv == NULL)
+            goto fail;
+        pd->vcpus[i] = pv;
+        pv->id = first_vcpu_id + i;
+        pv->index = d->vcpus[i].index;
+        pv->dom = pd;
+        pv->affinity = d->vcpus[i].affinity;
+        pv->core = &d->vcpus[i];
+        pv->priv = calloc(1, ops->vcpu_priv_size ? ops->vcpu_priv_size : 1);
+        if (pv->priv == NULL)
+            goto fail;
+    }
+    return pd;
+fail:
+    hdr_free(pd);
+    return NULL;
+}
+
+/* Add a domain and its vCPUs to a policy instance. */
+static int
+inst_add(struct policy *pol, struct policy_dom *pd, const struct policy_values *dv, uint64_t now,
+         char *err)
+{
+    int r = pol->ops->dom_add(pol, pd, dv, err);
+
+    if (r < 0)
+        return r;
+    for (unsigned int i = 0; i < pd->nr_vcpus; i++) {
+        pol->ops->vcpu_add(pol, pd->vcpus[i], now);
+        policy_vcpu_mark_dirty(pol, pd->vcpus[i]); /* the caller pins new vCPUs */
+    }
+    return 0;
+}
+
+/* Drop every dirty-list entry belonging to pd (it is going away). */
+static void
+dirty_purge(struct policy *pol, struct policy_dom *pd)
+{
+    struct policy_vcpu **pp = &pol->dirty;
+
+    while (*pp != NULL) {
+        if ((*pp)->dom == pd) {
+            struct policy_vcpu *gone = *pp;
+
+            *pp = gone->next_dirty;
+            gone->dirty = false;
+            gone->next_dirty = NULL;
+        } else {
+            pp = &(*pp)->next_dirty;
+        }
+    }
+}
+
+static void
+inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
+{
+    for (unsigned int i = 0; i < pd->nr_vcpus; i++)
+        pol->ops->vcpu_remove(pol, pd->vcpus[i], now);
+    pol->ops->dom_remove(pol, pd);
+    dirty_purge(pol, pd);
+}
+
+/* --- Pool ------------------------------------------------------------ */
+
+static void
+collect(struct pool *p)
+{
+    p->need_pick |= p->pol.tickled;
+    p->pol.tickled = 0;
+}
+
+static void
+flush_charges(struct pool *p, uint64_t now)
+{
+    struct pool_vcpu *v;
+
+    while ((v = p->charge_list) != NULL) {
+        p->charge_list = v->next_charge;
+        v->next_charge = NULL;
+        v->on_charge_list = false;
+        if (v->uncharged_ns > 0)
+            p->pol.ops->charge(&p->pol, v->pv, v->uncharged_ns, now);
+        v->uncharged_ns = 0;
+    }
+}
+
+static void
+charge_list_remove(struct pool *p, struct pool_vcpu *v)
+{
+    struct pool_vcpu **pp = &p->charge_list;
+
+    while (*pp != NULL && *pp != v)
+        pp = &(*pp)->next_charge;
+    if (*pp == v) {
+        *pp = v->next_charge;
+        v->next_charge = NULL;
+        v->on_charge_list = false;
+    }
+}
+
+int
+pool_init(struct pool *p, const char *name, const char *policy, const struct policy_cpu *cpus,
+          unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err)
+{
+    const struct policy_ops *ops = policy_find(policy);
+    int r;
+
+    memset(p, 0, sizeof(*p));
+    if (ops == NULL) {
+        snprintf(err, POLICY_ERRLEN, "unknown policy '%.32s'", policy);
+        return -EINVAL;
+    }
+    if (strlen(name) == 0 || strlen(name) >= POOL_NAME_MAX) {
+        snprintf(err, POLICY_ERRLEN, "pool name must be 1..%d bytes", POOL_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    if (nr_cpus == 0 || nr_cpus > POLICY_MAX_CPUS) {
+        snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs", POLICY_MAX_CPUS);
+        return -EINVAL;
+    }
+    p->cpus = calloc(nr_cpus, sizeof(*cpus));
+    if (p->cpus == NULL) {
+        snprintf(err, POLICY_ERRLEN, "out of memory");
+        return -ENOMEM;
+    }
+    memcpy(p->cpus, cpus, nr_cpus * sizeof(*cpus));
+    p->nr_cpus = nr_cpus;
+    r = policy_create(&p->pol, ops, p->cpus, nr_cpus, kv, n, err);
+    if (r == 0 && kvs_merge(&p->params, kv, n) < 0) {
+        policy_destroy(&p->pol);
+        snprintf(err, POLICY_ERRLEN, "out of memory");
+        r = -ENOMEM;
+    }
+    if (r < 0) {
+        free(p->cpus);
+        memset(p, 0, sizeof(*p));
+        return r;
+    }
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    TAILQ_INIT(&p->doms);
+    for (unsigned int c = 0; c < nr_cpus; c++) {
+        p->cpu[c].elected = NULL;
+        p->cpu[c].until = POLICY_NEVER;
+    }
+    return 0;
+}
+
+static void
+dom_free(struct pool_dom *d)
+{
+    hdr_free(d->pd);
+    kvs_clear(&d->params);
+    free(d->vcpus);
+    free(d);
+}
+
+void
+pool_fini(struct pool *p, uint64_t now)
+{
+    struct pool_dom *d;
+
+    while ((d = TAILQ_FIRST(&p->doms)) != NULL)
+        pool_dom_remove(p, d, now);
+    policy_destroy(&p->pol);
+    kvs_clear(&p->params);
+    free(p->cpus);
+    memset(p, 0, sizeof(*p));
+}
+
+struct pool_dom *
+pool_dom_find(struct pool *p, const char *name)
+{
+    struct pool_dom *d;
+
+    TAILQ_FOREACH(d, &p->doms, link)
+        if (strcmp(d->name, name) == 0)
+            return d;
+    return NULL;
+}
+
+/* Names end up in table specs, JSON and logs: keep them plain. */
+static bool
+name_is_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n >= POOL_NAME_MAX)
+        return false;
+    for (; *s != '\0'; s++) {
+        char c = *s;
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.' || c == ':' || c == '+' || c == '@'))
+            return false;
+    }
+    return true;
+}
+
+static int
+dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
+          char *err)
+{
+    uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
+
+    if (!name_is_valid(name)) {
+        snprintf(err, POLICY_ERRLEN,
+                 "bad domain name '%.32s': 1..%d of [A-Za-z0-9_.:+@-]", name,
+                 POOL_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    if (pool_dom_find(p, name) != NULL) {
+        snprintf(err, POLICY_ERRLEN, "domain %s is already attached", name);
+        return -EEXIST;
+    }
+    if (nr_vcpus == 0 || nr_vcpus > POOL_MAX_VCPUS) {
+        snprintf(err, POLICY_ERRLEN, "domain %s: 1..%d vCPUs, not %u", name, POOL_MAX_VCPUS,
+                 nr_vcpus);
+        return -EINVAL;
+    }
+    for (unsigned int i = 0; affinity != NULL && i < nr_vcpus; i++) {
+        if (affinity[i] != 0 && (affinity[i] & all) == 0) {
+            snprintf(err, POLICY_ERRLEN, "domain %s: vCPU %u may not use any CPU of pool %s",
+                     name, i, p->name);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+int
+pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
+             const struct policy_kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err)
+{
+    uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
+    struct policy_values dv;
+    struct pool_dom *d;
+    int r;
+
+    r = dom_check(p, name, nr_vcpus, affinity, err);
+    if (r < 0)
+        return r;
+    r = policy_values_parse(p->pol.ops->dom_params, kv, n, false, &dv, err);
+    if (r < 0)
+        return r;
+    d = calloc(1, sizeof(*d));
+    if (d == NULL || (d->vcpus = calloc(nr_vcpus, sizeof(d->vcpus[0]))) == NULL)
+        goto nomem;
+    d->id = p->next_dom_id++;
+    snprintf(d->name, sizeof(d->name), "%s", name);
+    d->nr_vcpus = nr_vcpus;
+    for (unsigned int i = 0; i < nr_vcpus; i++) {
+        struct pool_vcpu *v = &d->vcpus[i];
+
+        v->dom = d;
+        v->index = i;
+        v->affinity = (affinity == NULL || affinity[i] == 0) ? all : (affinity[i] & all);
+        v->elected_on = -1;
+    }
+    if (kvs_merge(&d->params, kv, n) < 0)
+        goto nomem;
+    d->pd = hdr_new(p->pol.ops, d, p->next_vcpu_id);
+    if (d->pd == NULL)
+        goto nomem;
+    for (unsigned int i = 0; i < nr_vcpus; i++)
+        d->vcpus[i].pv = d->pd->vcpus[i];
+    r = inst_add(&p->pol, d->pd, &dv, now, err);
+    if (r < 0) {
+        dom_free(d);
+        return r;
+    }
+    p->next_vcpu_id += nr_vcpus;
+    TAILQ_INSERT_TAIL(&p->doms, d, link);
+    p->nr_doms++;
+    collect(p);
+    if (out != NULL)
+        *out = d;
+    return 0;
+nomem:
+    if (d != NULL)
+        dom_free(d);
+    snprintf(err, POLICY_ERRLEN, "out of memory");
+    return -ENOMEM;
+}
+
+void
+pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
+{
+    flush_charges(p, now);
+    for (unsigned int i = 0; i < d->nr_vcpus; i++) {
+        struct pool_vcpu *v = &d->vcpus[i];
+
+        if (v->elected_on >= 0) {
+            p->cpu[v->elected_on].elected = NULL;
+            p->need_pick |= 1ULL << v->elected_on;
+            v->elected_on = -1;
+        }
+        charge_list_remove(p, v);
+    }
+    inst_remove(&p->pol, d->pd, now);
+    TAILQ_REMOVE(&p->doms, d, link);
+    p->nr_doms--;
+    dom_free(d);
+    collect(p);
+}
+
+int
+pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n, uint64_t now,
+         char *err)
+{
+    const struct policy_param *schema = d ? p->pol.ops->dom_params : p->pol.ops->pool_params;
+    struct pool_kvs *store = d ? &d->params : &p->params;
+    struct pool_kvs backup = {0};
+    struct policy_values val;
+    int r;
+
+    r = policy_values_parse(schema, kv, n, false, &val, err);
+    if (r < 0)
+        return r;
+    /* Store first (it may fail for memory), then apply; undo on refusal. */
+    for (unsigned int i = 0; i < store->n; i++) {
+        backup.kv[i].key = strdup(store->kv[i].key);
+        backup.kv[i].val = strdup(store->kv[i].val);
+        backup.n = i + 1;
+        if (backup.kv[i].key == NULL || backup.kv[i].val == NULL)
+            goto nomem;
+    }
+    if (kvs_merge(store, kv, n) < 0)
+        goto nomem;
+    flush_charges(p, now);
+    r = p->pol.ops->set_params(&p->pol, d ? d->pd : NULL, &val, now, err);
+    if (r < 0) {
+        kvs_clear(store);
+        *store = backup;
+        return r;
+    }
+    kvs_clear(&backup);
+    collect(p);
+    return 0;
+nomem:
+    kvs_clear(&backup);
+    snprintf(err, POLICY_ERRLEN, "out of memory");
+    return -ENOMEM;
+}
+
+/* Undo a partly built instance (newpd[0..k) added to np). */
+static void
+switch_unwind(struct policy *np, struct policy_dom **newpd, unsigned int k, unsigned int total,
+              uint64_t now)
+{
+    for (unsigned int i = 0; i < total; i++) {
+        if (i < k)
+            inst_remove(np, newpd[i], now);
+        hdr_free(newpd[i]);
+    }
+    free(newpd);
+    policy_destroy(np);
+}
+
+int
+pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n,
+            uint64_t now, char *err)
+{
+    const struct policy_ops *ops = policy_find(policy);
+    struct policy_dom **newpd;
+    struct pool_kvs newparams = {0};
+    struct policy np;
+    struct pool_dom *d;
+    unsigned int k = 0;
+    int r;
+
+    if (ops == NULL) {
+        snprintf(err, POLICY_ERRLEN, "unknown policy '%.32s'", policy);
+        return -EINVAL;
+    }
+    r = policy_create(&np, ops, p->cpus, p->nr_cpus, kv, n, err);
+    if (r < 0)
+        return r;
+    newpd = calloc(p->nr_doms + 1, sizeof(*newpd));
+    if (newpd == NULL || kvs_merge(&newparams, kv, n) < 0) {
+        free(newpd);
+        policy_destroy(&np);
+        kvs_clear(&newparams);
+        snprintf(err, POLICY_ERRLEN, "out of memory");
+        return -ENOMEM;
+    }
+    /* Build the new instance completely beside the old one. */
+    TAILQ_FOREACH(d, &p->doms, link) {
+        struct policy_kv dkv[POLICY_MAX_PARAMS];
+        size_t dn = kvs_view(&d->params, dkv);
+        struct policy_values dv;
+        char why[POLICY_ERRLEN];
+
+        newpd[k] = hdr_new(ops, d, d->vcpus[0].pv->id);
+        if (newpd[k] == NULL) {
+            snprintf(why, sizeof(why), "out of memory");
+            r = -ENOMEM;
+        } else {
+            r = policy_values_parse(ops->dom_params, dkv, dn, true, &dv, why);
+            if (r == 0)
+                r = inst_add(&np, newpd[k], &dv, now, why);
+        }
+        if (r < 0) {
+            snprintf(err, POLICY_ERRLEN, "domain %s: %s", d->name, why);
+            switch_unwind(&np, newpd, k, k + 1, now);
+            kvs_clear(&newparams);
+            return r;
+        }
+        k++;
+    }
+    /* Commit: tear down the old instance, swap headers and policy. */
+    flush_charges(p, now);
+    k = 0;
+    TAILQ_FOREACH(d, &p->doms, link) {
+        inst_remove(&p->pol, d->pd, now);
+        hdr_free(d->pd);
+        d->pd = newpd[k++];
+        for (unsigned int i = 0; i < d->nr_vcpus; i++)
+            d->vcpus[i].pv = d->pd->vcpus[i];
+    }
+    free(newpd);
+    policy_destroy(&p->pol);
+    p->pol = np;
+    kvs_clear(&p->params);
+    p->params = newparams;
+    for (unsigned int c = 0; c < p->nr_cpus; c++) {
+        if (p->cpu[c].elected != NULL)
+            p->cpu[c].elected->elected_on = -1;
+        p->cpu[c].elected = NULL;
+        p->cpu[c].until = POLICY_NEVER;
+    }
+    p->need_pick = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
+    TAILQ_FOREACH(d, &p->doms, link) {
+        for (unsigned int i = 0; i < d->nr_vcpus; i++) {
+            struct pool_vcpu *v = &d->vcpus[i];
+
+            if (v->runnable) {
+                v->pv->runnable = true;
+                p->pol.ops->wake(&p->pol, v->pv, now);
+            }
+        }
+    }
+    p->stats.policy_switches++;
+    collect(p);
+    return 0;
+}
+
+void
+pool_account(struct pool *p, struct pool_vcpu *v, uint64_t ran_ns)
+{
+    v->run_ns += ran_ns;
+    v->uncharged_ns += ran_ns;
+    if (!v->on_charge_list) {
+        v->on_charge_list = true;
+        v->next_charge = p->charge_list;
+        p->charge_list = v;
+    }
+}
+
+void
+pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now)
+{
+    if (v->runnable)
+        return;
+    flush_charges(p, now);
+    v->runnable = true;
+    v->pv->runnable = true;
+    v->wakes++;
+    p->stats.wakes++;
+    p->pol.ops->wake(&p->pol, v->pv, now);
+    collect(p);
+}
+
+void
+pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now)
+{
+    if (!v->runnable)
+        return;
+    flush_charges(p, now);
+    v->runnable = false;
+    v->pv->runnable = false;
+    v->sleeps++;
+    p->stats.sleeps++;
+    p->pol.ops->sleep(&p->pol, v->pv, now);
+    if (v->elected_on >= 0)
+        p->need_pick |= 1ULL << v->elected_on;
+    collect(p);
+}
+
+void
+pool_yield(struct pool *p, struct pool_vcpu *v, uint64_t now)
+{
+    if (!v->runnable || p->pol.ops->yield == NULL)
+        return;
+    flush_charges(p, now);
+    p->pol.ops->yield(&p->pol, v->pv, now);
+    if (v->elected_on >= 0)
+        p->need_pick |= 1ULL << v->elected_on;
+    collect(p);
+}
+
+void
+pool_timer(struct pool *p, uint64_t now)
+{
+    if (now < p->pol.timer)
+        return;
+    flush_charges(p, now);
+    p->pol.timer = POLICY_NEVER;
+    p->stats.timers++;
+    if (p->pol.ops->timer != NULL)
+        p->pol.ops->timer(&p->pol, now);
+    collect(p);
+}
+
+/* Returns NULL if d respects the ops contract, else what it broke. */
+static const char *
+decision_check(const struct pool *p, unsigned int cpu, uint64_t now,
+               const struct policy_decision *d)
+{
+    const struct pool_vcpu *v;
+
+    if (d->vcpu == NULL)
+        return d->until != POLICY_NEVER && d->until <= now ? "idle until the past" : NULL;
+    v = d->vcpu->core;
+    if (v == NULL || v->pv != d->vcpu)
+        return "unknown vCPU";
+    if (!v->runnable)
+        return "vCPU not runnable";
+    if (d->vcpu->parked)
+        return "vCPU parked";
+    if (!policy_vcpu_allowed(d->vcpu, cpu))
+        return "CPU outside the vCPU's affinity";
+    if (d->vcpu->cpu != cpu)
+        return "vCPU not moved to the CPU";
+    if (v->elected_on >= 0 && v->elected_on != (int)cpu)
+        return "vCPU elected on another CPU";
+    if (d->until <= now)
+        return "slice ends in the past";
+    (void)p;
+    return NULL;
+}
+
+const struct pool_cpu *
+pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
+{
+    struct policy_decision d = {NULL, POLICY_NEVER};
+    struct pool_cpu *c = &p->cpu[cpu];
+    struct pool_vcpu *next;
+    const char *bad;
+
+    flush_charges(p, now);
+    p->pol.ops->pick(&p->pol, cpu, now, &d);
+    p->stats.picks++;
+    bad = decision_check(p, cpu, now, &d);
+    if (bad != NULL) {
+        p->stats.violations++;
+        snprintf(p->last_violation, sizeof(p->last_violation), "%s on cpu %u: %s",
+                 p->pol.ops->name, cpu, bad);
+        d.vcpu = NULL;
+        d.until = now + POOL_VIOLATION_RETRY_NS;
+    }
+    next = d.vcpu ? d.vcpu->core : NULL;
+    if (c->elected != next) {
+        p->stats.switches++;
+        if (c->elected != NULL)
+            c->elected->elected_on = -1;
+        if (next != NULL) {
+            next->elected_on = (int)cpu;
+            next->elections++;
+        }
+    }
+    c->elected = next;
+    c->until = d.until;
+    collect(p);
+    p->need_pick &= ~(1ULL << cpu); /* a pick that tickles itself is moot */
+    return c;
+}
+
+uint64_t
+pool_next_deadline(const struct pool *p)
+{
+    uint64_t t = p->pol.timer;
+
+    for (unsigned int c = 0; c < p->nr_cpus; c++)
+        if (p->cpu[c].until < t)
+            t = p->cpu[c].until;
+    return t;
+}
+
+struct pool_vcpu *
+pool_take_dirty(struct pool *p)
+{
+    struct policy_vcpu *pv = policy_take_dirty(&p->pol);
+
+    return pv != NULL ? pv->core : NULL;
+}
+
+void
+pool_get_params(struct pool *p, struct pool_dom *d, struct policy_sink *sk)
+{
+    p->pol.ops->get_params(&p->pol, d ? d->pd : NULL, sk);
+}
+
+void
+pool_vcpu_stats(struct pool *p, struct pool_vcpu *v, struct policy_sink *sk)
+{
+    if (p->pol.ops->vcpu_stats != NULL)
+        p->pol.ops->vcpu_stats(&p->pol, v->pv, sk);
+}
+
+const char *
+pool_policy_name(const struct pool *p)
+{
+    return p->pol.ops->name;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * pool.h - a pool (Xen's cpupool): a set of CPUs, one policy instance, and
+ * the domains attached to it.
+ *
+ * This layer is pure, like the policies: it sequences policy calls
+ * (charge before every hot-path call, re-pick after the elected vCPU
+ * sleeps or leaves), keeps parameters so they survive a policy switch, and
+ * checks every decision against the ops contract. It makes no system call.
+ * The daemon (sched.c) drives it with kernel events and turns its outputs
+ * into priority, affinity and freeze calls; the simulator (tests/sim)
+ * drives it with a model of the kernel. Both see exactly the same
+ * decisions for the same events.
+ *
+ * Outputs after any call: pool_need_pick() CPUs to re-pick now, and
+ * pool_take_dirty() vCPUs whose home CPU or parked state changed.
+ */
+#ifndef VCPUSCHED_POOL_H
+#define VCPUSCHED_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "policy.h"
+
+#define POOL_NAME_MAX 64 /* domain and pool names, NUL included */
+
+/* Parameters as given ("key=value"), kept to carry them across switches. */
+struct pool_kvs {
+    unsigned int n;
+    struct {
+        char *key;
+        char *val;
+    } kv[POLICY_MAX_PARAMS];
+};
+
+struct pool_vcpu {
+    struct policy_vcpu *pv; /* header of the current policy instance */
+    struct pool_dom *dom;
+    unsigned int index;     /* vCPU number within its domain */
+    uint64_t affinity;      /* pool CPUs it may use */
+    bool runnable;
+    int elected_on;         /* CPU it is elected on, or -1 */
+    uint64_t uncharged_ns;  /* measured, not yet reported to the policy */
+    struct pool_vcpu *next_charge;
+    bool on_charge_list;
+    void *owner;            /* the caller's record (thread, simulated vCPU) */
+    /* Counters for `vcpuschedctl list`. */
+    uint64_t run_ns;
+    uint64_t wakes;
+    uint64_t sleeps;
+    uint64_t elections;
+};
+
+struct pool_dom {
+    uint32_t id;
+    char name[POOL_NAME_MAX];
+    struct policy_dom *pd;
+    unsigned int nr_vcpus;
+    struct pool_vcpu *vcpus;
+    struct pool_kvs params;
+    void *owner;
+    TAILQ_ENTRY(pool_dom) link;
+};
+TAILQ_HEAD(pool_dom_list, pool_dom);
+
+struct pool_cpu {
+    struct pool_vcpu *elected;
+    uint64_t until;
+};
+
+struct pool_stats {
+    uint64_t picks;
+    uint64_t switches;      /* picks that changed the elected vCPU */
+    uint64_t wakes;
+    uint64_t sleeps;
+    uint64_t timers;
+    uint64_t violations;    /* decisions that broke the ops contract */
+    uint64_t policy_switches;
+};
+
+struct pool {
+    char name[POOL_NAME_MAX];
+    struct policy pol;
+    struct policy_cpu *cpus; /* nr_cpus entries */
+    unsigned int nr_cpus;
+    struct pool_cpu cpu[POLICY_MAX_CPUS];
+    struct pool_dom_list doms;
+    unsigned int nr_doms;
+    uint32_t next_dom_id;
+    uint32_t next_vcpu_id;
+    struct pool_kvs params;  /* pool parameters of the current policy */
+    uint64_t need_pick;      /* CPUs to re-pick */
+    struct pool_vcpu *charge_list;
+    struct pool_stats stats;
+    char last_violation[POLICY_ERRLEN];
+};
+
+/*
+ * Create a pool running `policy` on `cpus` (copied). Pool parameters are
+ * validated against the policy's schema; on error nothing is allocated.
+ */
+int pool_init(struct pool *p, const char *name, const char *policy, const struct policy_cpu *cpus,
+              unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err);
+/* Remove every domain and free everything (the caller released threads). */
+void pool_fini(struct pool *p, uint64_t now);
+
+/*
+ * Attach a domain with `nr_vcpus` vCPUs, `affinity[i]` the pool CPUs vCPU
+ * i may use (0 means all). Parameters are checked strictly. On success the
+ * vCPUs are placed (dirty) and not runnable; the caller then reports wakes.
+ */
+int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
+                 const uint64_t *affinity, const struct policy_kv *kv, size_t n, uint64_t now,
+                 struct pool_dom **out, char *err);
+void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
+struct pool_dom *pool_dom_find(struct pool *p, const char *name);
+
+/* Change domain (d != NULL) or pool parameters; nothing changes on error. */
+int pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n,
+             uint64_t now, char *err);
+/*
+ * Switch the pool to another policy with pool parameters kv. The new
+ * instance is built completely beside the old one (domains carry the
+ * parameters the new policy knows), so a failure leaves the pool as it
+ * was. On success every CPU needs a pick and every vCPU is dirty.
+ */
+int pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n,
+                uint64_t now, char *err);
+
+/* Events. Duplicates (a wake of a runnable vCPU) are ignored. */
+void pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now);
+void pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now);
+void pool_yield(struct pool *p, struct pool_vcpu *v, uint64_t now);
+/* Measured CPU time of v; reported to the policy before its next call. */
+void pool_account(struct pool *p, struct pool_vcpu *v, uint64_t ran_ns);
+/* Run the policy timer if it is due. */
+void pool_timer(struct pool *p, uint64_t now);
+/* Re-pick `cpu`; returns its new decision. */
+const struct pool_cpu *pool_pick(struct pool *p, unsigned int cpu, uint64_t now);
+
+/* Earliest of the CPU slice ends and the policy timer. */
+uint64_t pool_next_deadline(const struct pool *p);
+static inline uint64_t
+pool_need_pick(const struct pool *p)
+{
+    return p->need_pick;
+}
+struct pool_vcpu *pool_take_dirty(struct pool *p);
+
+/* Output of parameters and counters through a sink. */
+void pool_get_params(struct pool *p, struct pool_dom *d, struct policy_sink *sk);
+void pool_vcpu_stats(struct pool *p, struct pool_vcpu *v, struct policy_sink *sk);
+const char *pool_policy_name(const struct pool *p);
+
+#endif /* VCPUSCHED_POOL_H */
