@@ -7,6 +7,8 @@
 
 #include "../policy.h"
 
+extern const struct policy_ops credit_ops;  /* policy/credit.c */
+extern const struct policy_ops credit2_ops; /* policy/credit2.c */
 extern const struct policy_ops rr_ops;    /* policy/rr.c */
 extern const struct policy_ops table_ops; /* policy/table.c */
 

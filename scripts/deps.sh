@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# Install everything vcpusched needs from Debian 12's packages. Idempotent;
+# needs root. Used by both README commands and by .ci/run.
+set -euo pipefail
+
+pkgs=(
+    # build
+    build-essential cmake ninja-build pkg-config git
+    libjson-c-dev libnuma-dev libvirt-dev check
+    clang llvm libbpf-dev bpftool libclang-rt-14-dev
+    clang-format cppcheck valgrind
+    # run: VMs, libvirt, guest image
+    qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
+    busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping
+    # tools the tests and benchmarks call
+    numactl util-linux procps psmisc kmod python3 gnuplot-nox
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: run as root (it installs packages)" >&2
+    exit 1
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "deps.sh: all ${#pkgs[@]} packages present"
+    exit 0
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends "${missing[@]}"
