@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# Build the tiny benchmark guest from Debian 12 packages: the cloud kernel and
+# an initramfs of busybox-static, the virtio-net modules, iperf3 (with the
+# shared libraries ldd names) and guest/init. Reproducible (sorted file list,
+# fixed mtimes, cpio --reproducible, gzip -n) and cached under a key hashed
+# from this script, guest/init, SOURCE_DATE_EPOCH and the package versions.
+#
+# Usage: build-image.sh [--cache DIR] [--force]
+# Prints, on stdout, shell assignments for the caller to eval:
+#   VS_IMAGE_DIR=...  VS_KERNEL=...  VS_INITRD=...  VS_IMAGE_KEY=...
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${VS_IMAGE_CACHE:-$here/cache}
+force=0
+# Fixed mtime for every file in the archive; part of the cache key.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+# Load order matters: each module needs the symbols of the ones before it.
+modules=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
+         virtio_pci failover net_failover virtio_net)
+# Packages the image is made of; the kernel image package is added below.
+packages=(busybox-static iperf3 linux-image-cloud-amd64)
+# Host tools the build itself needs, with the package that provides each.
+tools=(cpio:cpio gzip:gzip ldd:libc-bin sha256sum:coreutils dpkg-query:dpkg)
+
+die() { echo "build-image: $*" >&2; exit 1; }
+log() { echo "build-image: $*" >&2; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --cache) [ $# -ge 2 ] || die "--cache needs a directory"; cache=$2; shift 2 ;;
+    --force) force=1; shift ;;
+    -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (try --help)" ;;
+    esac
+done
+case $SOURCE_DATE_EPOCH in
+''|*[!0-9]*) die "SOURCE_DATE_EPOCH must be a number of seconds, got '$SOURCE_DATE_EPOCH'" ;;
+esac
+
+pkg_version() {
+    dpkg-query -W -f='${Status} ${Version}' "$1" 2>/dev/null |
+        awk '$1 == "install" && $3 == "installed" { print $4 }'
+}
+
+check_inputs() {
+    local t missing=()
+    for t in "${tools[@]}"; do
+        command -v "${t%%:*}" >/dev/null || missing+=("${t#*:}")
+    done
+    for t in "${packages[@]}"; do
+        [ -n "$(pkg_version "$t")" ] || missing+=("$t")
+    done
+    [ ${#missing[@]} -eq 0 ] ||
+        die "missing Debian packages: ${missing[*]} (run scripts/deps.sh, or apt-get install ${missing[*]})"
+}
+
+# The newest installed cloud kernel; its package is part of the key.
+find_kernel() {
+    local k
+    k=$(find /boot -maxdepth 1 -name 'vmlinuz-*-cloud-amd64' | sort -V | tail -n 1)
+    [ -n "$k" ] || die "no /boot/vmlinuz-*-cloud-amd64 (install linux-image-cloud-amd64)"
+    [ -r "$k" ] || die "$k is not readable (run as root)"
+    echo "$k"
+}
+
+# Path of one module file, compressed or not.
+find_module() {
+    local kver=$1 name=$2 f
+    f=$(find "/lib/modules/$kver/kernel" -regextype posix-extended \
+        -regex ".*/$name\.ko(\.(xz|zst|gz))?" | sort | head -n 1)
+    [ -n "$f" ] || die "module $name not found under /lib/modules/$kver"
+    echo "$f"
+}
+
+# Shared libraries iperf3 loads, as ldd names them (absolute paths only).
+iperf3_libs() {
+    ldd "$(command -v iperf3)" | awk '
+        $2 == "=>" && $3 ~ /^\// { print $3 }
+        $1 ~ /^\// { print $1 }' | sort -u
+}
+
+# Lines "package version" for every package a file of the image comes from.
+input_versions() {
+    local kernel=$1 f
+    {
+        for f in "${packages[@]}"; do echo "$f"; done
+        dpkg-query -S "$kernel" | cut -d: -f1
+        for f in $(iperf3_libs); do
+            dpkg-query -S "$(realpath "$f")" 2>/dev/null | cut -d: -f1 | cut -d, -f1 ||
+                dpkg-query -S "$f" | cut -d: -f1 | cut -d, -f1
+        done
+    } | sort -u | while read -r f; do
+        echo "$f $(pkg_version "$f")"
+    done
+}
+
+cache_key() {
+    {
+        sha256sum "$here/build-image.sh" "$here/guest/init" | awk '{ print $1 }'
+        echo "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH"
+        echo "kernel=$(basename "$1")"
+        input_versions "$1"
+    } | tee "$2" | sha256sum | cut -c1-16
+}
+
+# Copy a module, decompressed (busybox insmod takes plain .ko files).
+copy_module() {
+    local src=$1 dst=$2
+    case $src in
+    *.ko) cp "$src" "$dst" ;;
+    *.ko.xz) xz -dc "$src" > "$dst" || die "cannot decompress $src (install xz-utils)" ;;
+    *.ko.zst) zstd -qdc "$src" > "$dst" || die "cannot decompress $src (install zstd)" ;;
+    *.ko.gz) gzip -dc "$src" > "$dst" ;;
+    esac
+}
+
+populate_root() {
+    local root=$1 kver=$2 m lib
+    mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,usr/bin,lib/modules}
+    cp /bin/busybox "$root/bin/busybox"
+    cp "$here/guest/init" "$root/init"
+    for m in "${modules[@]}"; do
+        copy_module "$(find_module "$kver" "$m")" "$root/lib/modules/$m.ko"
+    done
+    printf '%s\n' "${modules[@]}" > "$root/lib/modules/load-order"
+    cp "$(command -v iperf3)" "$root/usr/bin/iperf3"
+    for lib in $(iperf3_libs); do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+    # iperf3 resolves numeric addresses only, but glibc still reads these.
+    echo 'hosts: files' > "$root/etc/nsswitch.conf"
+    echo '127.0.0.1 localhost' > "$root/etc/hosts"
+}
+
+# Same bytes for the same inputs: modes, owners, mtimes and order fixed.
+pack_root() {
+    local root=$1 out=$2
+    find "$root" -type d -exec chmod 0755 {} +
+    find "$root" -type f -exec chmod 0644 {} +
+    chmod 0755 "$root/init" "$root/bin/busybox" "$root/usr/bin/iperf3"
+    find "$root" -name 'ld-linux*' -exec chmod 0755 {} +
+    find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+    (cd "$root" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
+        cpio --null --quiet --reproducible -H newc -o -R 0:0) |
+        gzip -n -9 > "$out"
+}
+
+# Build into the staging directory $2, which then becomes the cache entry $1.
+build() {
+    local kernel=$1 tmp=$2 dir=$3 kver
+    kver=${kernel#/boot/vmlinuz-}
+    populate_root "$tmp/root" "$kver"
+    pack_root "$tmp/root" "$tmp/initrd.img"
+    cp "$kernel" "$tmp/vmlinuz"
+    chmod 0644 "$tmp/vmlinuz" "$tmp/initrd.img"
+    (cd "$tmp/root" && find . -mindepth 1 | LC_ALL=C sort) > "$tmp/files"
+    rm -rf "$tmp/root"
+    # Written last: a directory with a valid sha256sums is a complete entry.
+    (cd "$tmp" && sha256sum vmlinuz initrd.img > sha256sums)
+    chmod 0755 "$tmp"
+    rm -rf "$dir"
+    mv "$tmp" "$dir"
+}
+
+cache_valid() {
+    [ -f "$1/sha256sums" ] && (cd "$1" && sha256sum --quiet -c sha256sums >/dev/null 2>&1)
+}
+
+main() {
+    local kernel key dir start
+    check_inputs
+    kernel=$(find_kernel)
+    mkdir -p "$cache"
+    # One build at a time per cache; later callers then reuse the entry.
+    exec 9>"$cache/.lock"
+    flock 9
+    start=$(date +%s.%N)
+    # Global: the EXIT trap runs after main's locals are gone.
+    tmp=$(mktemp -d "$cache/.build.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    key=$(cache_key "$kernel" "$tmp/manifest")
+    dir=$cache/$key
+    if [ $force -eq 0 ] && cache_valid "$dir"; then
+        log "reusing $dir"
+    else
+        log "building $dir"
+        build "$kernel" "$tmp" "$dir"
+        log "built in $(awk -v s="$start" -v e="$(date +%s.%N)" \
+            'BEGIN { printf "%.1f", e - s }') s, initrd $(stat -c %s "$dir/initrd.img") bytes"
+    fi
+    printf 'VS_IMAGE_DIR=%q\nVS_KERNEL=%q\nVS_INITRD=%q\nVS_IMAGE_KEY=%q\n' \
+        "$dir" "$dir/vmlinuz" "$dir/initrd.img" "$key"
+}
+
+main
