@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# The README's test command: installs what is missing, builds with -Werror,
+# runs every test (unit, simulator, integration on real threads, QEMU and
+# libvirtd), then rebuilds with ASan+UBSan and runs them all again, then
+# checks formatting and runs the fuzzers briefly. Needs root (SCHED_FIFO,
+# cgroups, BPF, libvirtd).
+#
+#   sudo ./scripts/test.sh            everything
+#   sudo ./scripts/test.sh --quick    one build, no sanitizers, no fuzzing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: run as root (sudo ./scripts/test.sh)" >&2
+    exit 1
+fi
+./scripts/deps.sh
+jobs=$(nproc)
+
+run_suite() { # name, extra cmake args...
+    local dir="$top/build/$1"
+    shift
+    echo "== build $dir"
+    cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+    echo "== test $dir"
+    # Integration tests serialise themselves (tests/integration/run-exclusive).
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+}
+
+run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+[ "$quick" = 1 ] && exit 0
+
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON
+
+echo "== format"
+git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
+
+echo "== fuzz (30 s per target)"
+CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_FUZZ=ON \
+    -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$top/build/fuzz" -j "$jobs" --target fuzz_targets
+for f in "$top"/build/fuzz/tests/fuzz_*; do
+    [ -x "$f" ] || continue
+    corpus="$top/tests/fuzz/corpus/$(basename "$f")"
+    mkdir -p "$top/build/fuzz/corpus-$(basename "$f")"
+    "$f" -max_total_time=30 -print_final_stats=1 "$top/build/fuzz/corpus-$(basename "$f")" \
+        $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -3
+done
+echo "== all tests passed"
