@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# vm-images/build-image.sh: builds from a clean cache, a second call reuses
+# the entry (same key, same bytes), a forced rebuild gives identical bytes
+# (reproducible), another SOURCE_DATE_EPOCH gives another key, and bad input
+# is refused without touching the cache.
+. "$(dirname "$0")/vm_lib.sh"
+
+cache=$T/cache
+build() { VS_IMAGE_CACHE=$cache "$vm_dir/build-image.sh" "$@" 2>"$T/build.err"; }
+sums() { (cd "$1" && sha256sum vmlinuz initrd.img); }
+
+t0=$(now)
+build >"$T/first" || bail "first build failed: $(cat "$T/build.err")"
+build_s=$(elapsed "$t0")
+. "$T/first"
+first_key=$VS_IMAGE_KEY
+first_sums=$(sums "$VS_IMAGE_DIR")
+note "clean build ${build_s} s; initrd $(stat -c %s "$VS_INITRD") bytes, kernel $(stat -c %s "$VS_KERNEL") bytes, key $first_key"
+check "first build writes kernel and initrd under the cache" \
+    test -s "$cache/$first_key/vmlinuz" -a -s "$cache/$first_key/initrd.img"
+check "initrd is a gzip'd newc cpio with /init and iperf3" \
+    sh -c "zcat '$VS_INITRD' | cpio -it --quiet | grep -qx init && zcat '$VS_INITRD' | cpio -it --quiet | grep -qx usr/bin/iperf3"
+
+t0=$(now)
+build >"$T/second" || bail "second build failed"
+note "cached call $(elapsed "$t0") s"
+. "$T/second"
+check "second call reuses the entry (same key)" test "$VS_IMAGE_KEY" = "$first_key"
+check "second call says it reuses" grep -q reusing "$T/build.err"
+check "second call leaves the bytes alone" test "$(sums "$VS_IMAGE_DIR")" = "$first_sums"
+
+build --force >"$T/third" || bail "forced rebuild failed"
+. "$T/third"
+check "forced rebuild is byte-identical (reproducible)" test "$(sums "$VS_IMAGE_DIR")" = "$first_sums"
+check "one entry in the cache" test "$(find "$cache" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l)" -eq 1
+
+SOURCE_DATE_EPOCH=1600000000 build >"$T/fourth" || bail "build with another epoch failed"
+. "$T/fourth"
+check "another SOURCE_DATE_EPOCH gives another key" test "$VS_IMAGE_KEY" != "$first_key"
+
+before=$(ls -A "$cache" | sort)
+check "unknown option is refused" sh -c "! VS_IMAGE_CACHE='$cache' '$vm_dir/build-image.sh' --bogus 2>'$T/err'"
+check "unknown option gets a clear message" grep -q "unknown argument '--bogus'" "$T/err"
+check "bad SOURCE_DATE_EPOCH is refused" sh -c "! SOURCE_DATE_EPOCH=abc VS_IMAGE_CACHE='$cache' '$vm_dir/build-image.sh' 2>'$T/err'"
+check "bad SOURCE_DATE_EPOCH gets a clear message" grep -q "SOURCE_DATE_EPOCH must be a number" "$T/err"
+check "refused calls change nothing in the cache" test "$(ls -A "$cache" | sort)" = "$before"
+finish
