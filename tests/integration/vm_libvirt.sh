@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# Under a private libvirtd: a ping/pong pair defined from mkdomxml's XML
+# starts with virsh create, pings flow over <interface type='udp'>, the vCPU
+# thread sits on the <vcpupin> CPU and the emulator threads on the
+# <emulatorpin> CPU, the vcpusched metadata element is readable, the ping
+# domain ends itself by powering off, and stop leaves nothing behind.
+. "$(dirname "$0")/vm_lib.sh"
+
+export VS_LIBVIRT_SCRATCH=$T/libvirt
+lv="$it_dir/libvirtd-private.sh"
+count=50
+ncpu=$(nproc)
+vcpu_cpu=$((ncpu - 1))
+vs_uri=https://vcpusched.org/xmlns/1
+
+image
+libvirt_started=1
+"$lv" start 2>"$T/libvirtd.err" || bail "private libvirtd failed: $(cat "$T/libvirtd.err")"
+read -r p1 p2 <<<"$(udp_ports)"
+"$vm_dir/mkdomxml" --name vs-it-pong --role pong --ip 10.0.0.2/24 --local-port "$p2" --remote-port "$p1" \
+    --serial "$T/pong.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" \
+    --kernel "$VS_KERNEL" --initrd "$VS_INITRD" -o "$T/pong.xml" || bail "mkdomxml pong failed"
+"$vm_dir/mkdomxml" --name vs-it-ping --role ping --ip 10.0.0.1/24 --peer 10.0.0.2 --local-port "$p1" \
+    --remote-port "$p2" --serial "$T/ping.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" \
+    --extra-cmdline "vs.count=$count vs.interval=0.05" --vs-sched 'policy=credit weight=256 cap=0' \
+    --kernel "$VS_KERNEL" --initrd "$VS_INITRD" -o "$T/ping.xml" || bail "mkdomxml ping failed"
+check "mkdomxml picks domain type qemu on a TCG host" grep -q "<domain type='qemu'>" "$T/ping.xml"
+
+check "virsh create pong" "$lv" virsh -q create "$T/pong.xml"
+t0=$(now)
+check "virsh create ping" "$lv" virsh -q create "$T/ping.xml"
+
+# vCPU and emulator threads, from libvirt's status XML and /proc.
+pid=$("$lv" exec cat /run/libvirt/qemu/vs-it-ping.pid) || bail "no pid file for vs-it-ping"
+tid=$("$lv" exec cat /run/libvirt/qemu/vs-it-ping.xml | sed -n "s/.*<vcpu id='0' pid='\([0-9]*\)'.*/\1/p")
+note "vs-it-ping: QEMU pid $pid, vCPU 0 tid $tid"
+check "status XML vCPU 0 thread is 'CPU 0/TCG'" test "$(cat "/proc/$pid/task/$tid/comm" 2>/dev/null)" = "CPU 0/TCG"
+check "vCPU thread pinned per <vcpupin> (CPU $vcpu_cpu)" \
+    test "$(taskset -pc "$tid" | sed 's/.*: //')" = "$vcpu_cpu"
+emu_ok=1
+for t in /proc/"$pid"/task/*; do
+    [ "${t##*/}" != "$tid" ] || continue
+    aff=$(taskset -pc "${t##*/}" 2>/dev/null | sed 's/.*: //') || continue
+    [ "$aff" = 0 ] || { emu_ok=0; note "thread ${t##*/} ($(cat "$t/comm")) on CPUs $aff"; }
+done
+check "every other QEMU thread pinned per <emulatorpin> (CPU 0)" test $emu_ok = 1
+meta=$("$lv" virsh metadata vs-it-ping "$vs_uri" 2>&1 || true)
+check "vcpusched metadata readable: $meta" grep -q "<sched policy=\"credit\" weight=\"256\" cap=\"0\"/>" <<<"$meta"
+
+check "ping guest finishes with VS-DONE" wait_line "$T/ping.log" '^VS-DONE ' 90
+note "create to VS-DONE $(elapsed "$t0") s"
+rtts=$(grep -Ec '^VS-RTT seq=[0-9]+ rtt_us=[0-9]+$' "$T/ping.log" || true)
+lost=$(grep -Ec '^VS-LOST seq=[0-9]+$' "$T/ping.log" || true)
+check "pings flow over <interface type='udp'>: $rtts replies, $lost lost of $count" \
+    test $((rtts + lost)) -eq $count -a "$rtts" -ge $((count * 95 / 100))
+gone_ok=0
+for i in $(seq 100); do
+    "$lv" virsh -q list --name | grep -qx vs-it-ping || { gone_ok=1; break; }
+    sleep 0.1
+done
+check "ping domain is gone after the guest powered off" test $gone_ok = 1
+check "virsh destroy pong" "$lv" virsh -q destroy vs-it-pong
+check "no domain left" test -z "$("$lv" virsh -q list --all --name | tr -d '[:space:]')"
+
+lvpid=$(cat "$T/libvirt/run/libvirtd.pid")
+"$lv" stop 2>/dev/null
+libvirt_started=0
+check "stop ends the private libvirtd" gone "$lvpid"
+check "stop releases the namespace and scratch" test ! -e "$T/libvirt"
+check "no QEMU of this test is left" test -z "$(stray_qemus)"
+finish
