@@ -13,7 +13,7 @@ pkgs=(
     clang-format cppcheck valgrind
     # run: VMs, libvirt, guest image
     qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
-    busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping
+    busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping cpio
     # tools the tests and benchmarks call
     numactl util-linux procps psmisc kmod python3 gnuplot-nox
 )

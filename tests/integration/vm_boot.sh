@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: ISC
 #
 # One bare guest boots to VS-READY under the probed accelerator (TCG on a
-# host without hardware KVM), its vCPU thread is named "CPU 0/TCG", its QMP
+# host without hardware KVM), its vCPU thread is named "CPU 0/TCG" and sits
+# on --vcpu-affinity while the other threads keep --cpu-affinity, its QMP
 # socket answers, stop-guest ends it; the accel probe and run-guest refuse
-# bad input and start nothing.
+# bad input and start nothing; the guest refuses an unknown vs.* key.
 . "$(dirname "$0")/vm_lib.sh"
 
 image
@@ -18,7 +19,9 @@ check "VCPUSCHED_ACCEL=tcg overrides the probe" test "$(VCPUSCHED_ACCEL=tcg "$vm
 check "a bad VCPUSCHED_ACCEL is refused" sh -c "! VCPUSCHED_ACCEL=xen '$vm_dir/accel' 2>/dev/null"
 
 t0=$(now)
-pid=$(start boot1 --role idle --qmp "$T/boot1.qmp") || bail "run-guest failed"
+ncpu=$(nproc)
+pid=$(start boot1 --role idle --qmp "$T/boot1.qmp" --cpu-affinity 0 --vcpu-affinity $((ncpu - 1))) ||
+    bail "run-guest failed"
 check "run-guest prints the QEMU pid" test "$pid" = "$(cat "$T/boot1.pid")"
 if wait_line "$T/boot1.log" '^VS-READY role=idle' 60; then
     boot_s=$(elapsed "$t0")
@@ -29,12 +32,21 @@ else
 fi
 tid=$(vcpu_tid "$pid" 0) || true
 check "vCPU thread 'CPU 0/$(echo "$accel" | tr a-z A-Z)' exists" test -n "$tid"
+check "vCPU thread on --vcpu-affinity (CPU $((ncpu - 1)))" test "$(taskset -pc "$tid" | sed 's/.*: //')" = $((ncpu - 1))
+others=$(for t in /proc/"$pid"/task/*; do [ "${t##*/}" = "$tid" ] || taskset -pc "${t##*/}" | sed 's/.*: //'; done | sort -u)
+check "other QEMU threads on --cpu-affinity (CPU 0)" test "$others" = 0
 reply=$(qmp "$T/boot1.qmp" query-cpus-fast) || true
 check "QMP query-cpus-fast names the same vCPU thread" grep -q "\"thread-id\": $tid," <<<"$reply"
 "$vm_dir/stop-guest" "$T/boot1.pid"
 check "stop-guest ends QEMU" gone "$pid"
 check "stop-guest removes the pidfile" test ! -e "$T/boot1.pid"
 check "stop-guest on a missing pidfile succeeds" "$vm_dir/stop-guest" "$T/boot1.pid"
+
+# The guest checks its own keys: an unknown one is reported and ends the guest.
+pid=$(start badkey --role idle --extra-cmdline vs.colour=blue) || bail "run-guest badkey failed"
+check "guest reports an unknown vs.* key" wait_line "$T/badkey.log" '^VS-ERROR role=idle msg="unknown key vs.colour"$' 60
+check "guest with a bad key powers off" wait_gone "$pid" 10
+check "guest with a bad key never says VS-READY" sh -c "! grep -q VS-READY '$T/badkey.log'"
 
 refused() {
     local what=$1 msg=$2

@@ -122,6 +122,16 @@ gone() {
     [ "$(thread_state "$1")" = Z ] || [ ! -e "/proc/$1" ]
 }
 
+# wait_gone PID SECONDS: true once the process is gone.
+wait_gone() {
+    local i
+    for i in $(seq $(($2 * 10))); do
+        gone "$1" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # One-letter state of a task (R, S, D, Z...); comm may hold spaces.
 thread_state() {
     sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1

@@ -16,16 +16,28 @@ vcpu_cpu=$((ncpu - 1))
 vs_uri=https://vcpusched.org/xmlns/1
 
 image
+mk() { "$vm_dir/mkdomxml" --kernel "$VS_KERNEL" --initrd "$VS_INITRD" "$@"; }
+xml_has() { local re=$1 x; shift; x=$(mk "$@") && grep -Eq "$re" <<<"$x"; }
+xml_lacks() { local re=$1 x; shift; x=$(mk "$@") && ! grep -Eq "$re" <<<"$x"; }
+refuses() { ! mk "$@" 2>/dev/null; }
+idle=(--name k --role idle --serial "$T/k.log")
+check "mkdomxml --accel kvm gives a kvm domain" xml_has "<domain type='kvm'>" "${idle[@]}" --accel kvm
+check "mkdomxml --accel kvm uses host-passthrough" xml_has "<cpu mode='host-passthrough'/>" "${idle[@]}" --accel kvm
+check "mkdomxml without pins writes no <cputune>" xml_lacks cputune "${idle[@]}"
+check "mkdomxml for an idle guest writes no NIC" xml_lacks '<interface' "${idle[@]}"
+check "mkdomxml refuses a relative serial path" refuses --name k --role idle --serial k.log
+check "mkdomxml refuses a bad --vs-sched" refuses "${idle[@]}" --vs-sched 'policy=<x>'
+check "mkdomxml refuses a bad CPU list" refuses "${idle[@]}" --vcpu-cpus one
+
 libvirt_started=1
 "$lv" start 2>"$T/libvirtd.err" || bail "private libvirtd failed: $(cat "$T/libvirtd.err")"
 read -r p1 p2 <<<"$(udp_ports)"
-"$vm_dir/mkdomxml" --name vs-it-pong --role pong --ip 10.0.0.2/24 --local-port "$p2" --remote-port "$p1" \
-    --serial "$T/pong.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" \
-    --kernel "$VS_KERNEL" --initrd "$VS_INITRD" -o "$T/pong.xml" || bail "mkdomxml pong failed"
-"$vm_dir/mkdomxml" --name vs-it-ping --role ping --ip 10.0.0.1/24 --peer 10.0.0.2 --local-port "$p1" \
+mk --name vs-it-pong --role pong --ip 10.0.0.2/24 --local-port "$p2" --remote-port "$p1" \
+    --serial "$T/pong.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" -o "$T/pong.xml" || bail "mkdomxml pong failed"
+mk --name vs-it-ping --role ping --ip 10.0.0.1/24 --peer 10.0.0.2 --local-port "$p1" \
     --remote-port "$p2" --serial "$T/ping.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" \
     --extra-cmdline "vs.count=$count vs.interval=0.05" --vs-sched 'policy=credit weight=256 cap=0' \
-    --kernel "$VS_KERNEL" --initrd "$VS_INITRD" -o "$T/ping.xml" || bail "mkdomxml ping failed"
+    -o "$T/ping.xml" || bail "mkdomxml ping failed"
 check "mkdomxml picks domain type qemu on a TCG host" grep -q "<domain type='qemu'>" "$T/ping.xml"
 
 check "virsh create pong" "$lv" virsh -q create "$T/pong.xml"
