@@ -61,6 +61,11 @@ check "every other QEMU thread pinned per <emulatorpin> (CPU 0)" test $emu_ok = 
 meta=$("$lv" virsh metadata vs-it-ping "$vs_uri" 2>&1 || true)
 check "vcpusched metadata readable: $meta" grep -q "<sched policy=\"credit\" weight=\"256\" cap=\"0\"/>" <<<"$meta"
 
+check "virsh metadata --set fills the slot on a live domain" \
+    "$lv" virsh -q metadata vs-it-pong "$vs_uri" --key vs --live --set "<sched policy='credit2' weight='512'/>"
+meta=$("$lv" virsh metadata vs-it-pong "$vs_uri" 2>&1 || true)
+check "and reads back: $meta" grep -q '<sched policy="credit2" weight="512"/>' <<<"$meta"
+
 check "ping guest finishes with VS-DONE" wait_line "$T/ping.log" '^VS-DONE ' 90
 note "create to VS-DONE $(elapsed "$t0") s"
 rtts=$(grep -Ec '^VS-RTT seq=[0-9]+ rtt_us=[0-9]+$' "$T/ping.log" || true)
