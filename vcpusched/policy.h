@@ -6,7 +6,7 @@
  * kernel, never reads a clock (time arrives as `now`, ns, monotonic), never
  * logs and keeps no global state. The same inputs give the same decisions,
  * so a policy runs unchanged in unit tests, in the simulator (tests/sim)
- * and on the real host (sched.c + actuator_linux.c).
+ * and on the real host (sched_core.c, dispatch.c, actuator_linux.c).
  *
  * Modelled on Xen's `struct scheduler` and the sched_ext ops: one const
  * `struct policy_ops` per policy, one `struct policy` per pool.

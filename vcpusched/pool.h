@@ -7,7 +7,7 @@
  * (charge before every hot-path call, re-pick after the elected vCPU
  * sleeps or leaves), keeps parameters so they survive a policy switch, and
  * checks every decision against the ops contract. It makes no system call.
- * The daemon (sched.c) drives it with kernel events and turns its outputs
+ * The daemon (sched_core.c, dispatch.c) drives it with kernel events and turns its outputs
  * into priority, affinity and freeze calls; the simulator (tests/sim)
  * drives it with a model of the kernel. Both see exactly the same
  * decisions for the same events.

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: ISC
+"""The daemon on real threads with real SCHED_FIFO on the managed CPU:
+shares under rr and table, wake elevation through events, attach by QMP,
+bad input, and never stranding a thread (SIGTERM, kill -9, restart)."""
+
+import os
+import subprocess
+import time
+import unittest
+
+import vstest
+from vstest import Busy, Daemon, MANAGED_CPU
+
+SHARE_TOL = 0.03  # +-3 points, as the issue asks; measured over 3 s
+
+
+class DaemonTest(unittest.TestCase):
+    def setUp(self):
+        vstest.pin_self_to_housekeeping()
+        self.procs = []
+        self.daemons = []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.cleanup()
+        for p in self.procs:
+            p.stop()
+        for p in self.procs:  # nothing may be left at a real-time policy
+            self.assertFalse(os.path.exists(f"/proc/{p.pid}") and vstest.is_fifo(p.pid))
+
+    def daemon(self, *args, **kw):
+        d = Daemon(*args, **kw).start()
+        self.daemons.append(d)
+        return d
+
+    def busy(self, n, kind="busy", **kw):
+        ps = [Busy(kind, **kw) for _ in range(n)]
+        self.procs.extend(ps)
+        return ps
+
+    def assert_share(self, got, want, what):
+        self.assertAlmostEqual(got, want, delta=SHARE_TOL,
+                               msg=f"{what}: share {got:.3f}, expected {want:.3f}")
+
+    # --- the elevation trick ------------------------------------------------
+
+    def test_rr_three_hogs_share_equally(self):
+        d = self.daemon("--pool-param", "slice_us=2000", policy="rr")
+        hogs = self.busy(3)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        time.sleep(0.3)
+        for h in hogs:
+            self.assertTrue(vstest.is_fifo(h.tid))
+            self.assertEqual(os.sched_getaffinity(h.tid), {MANAGED_CPU})
+        split, _ = vstest.shares([h.tid for h in hogs], 3.0)
+        for h in hogs:
+            self.assert_share(split[h.tid], 1 / 3, f"hog {h.pid}")
+
+    def test_table_aabc_gives_a_half(self):
+        d = self.daemon("--pool-param", "table=A,A,B,C", "--pool-param", "slot_us=1000",
+                        policy="table")
+        a, b, c = self.busy(3)
+        for name, p in (("A", a), ("B", b), ("C", c)):
+            d.ctl("attach", name, "--pid", str(p.pid))
+        split, _ = vstest.shares([a.tid, b.tid, c.tid], 3.0)
+        self.assert_share(split[a.tid], 0.5, "A")
+        self.assert_share(split[b.tid], 0.25, "B")
+        self.assert_share(split[c.tid], 0.25, "C")
+
+    def test_waking_thread_is_elevated_by_events(self):
+        d = self.daemon("--pool-param", "slice_us=100000", policy="rr")
+        hog, = self.busy(1)
+        sleeper, = self.busy(1, kind="sleeper", period_ms=5)
+        d.ctl("attach", "hog", "--pid", str(hog.pid))
+        d.ctl("attach", "io", "--pid", str(sleeper.pid))
+        time.sleep(2.0)
+        st = d.json("stats")
+        pool = st["pools"][0]
+        self.assertEqual(st["events"], "bpf", "the BPF event path is expected on this host")
+        io = [x for x in d.json("list")["domains"] if x["name"] == "io"][0]["vcpus"][0]
+        # ~400 sleeps of 5 ms in 2 s: every one must have come back as a wake.
+        self.assertGreater(io["wakes"], 100)
+        self.assertGreater(pool["wakes"], 100)
+        self.assertGreater(pool["events"], 200)
+
+    # --- never strand a thread -----------------------------------------------
+
+    def test_sigterm_restores_everything(self):
+        d = self.daemon(policy="rr")
+        hogs = self.busy(2)
+        before = {h.tid: os.sched_getaffinity(h.tid) for h in hogs}
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        time.sleep(0.2)
+        d.stop()
+        for h in hogs:
+            self.assertEqual(vstest.policy(h.tid), os.SCHED_OTHER)
+            self.assertEqual(os.sched_getaffinity(h.tid), before[h.tid])
+
+    def test_kill9_restores_within_a_second(self):
+        d = self.daemon(policy="rr")
+        hogs = self.busy(3)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        time.sleep(0.3)
+        self.assertTrue(all(vstest.is_fifo(h.tid) for h in hogs))
+        d.kill9()
+        took = vstest.wait_until(lambda: not any(vstest.is_fifo(h.tid) for h in hogs), 1.0)
+        self.assertIsNotNone(took, "threads still SCHED_FIFO 1 s after kill -9")
+        for h in hogs:
+            self.assertEqual(vstest.policy(h.tid), os.SCHED_OTHER)
+
+    def test_restart_recovers_what_nobody_restored(self):
+        d = self.daemon(policy="rr")
+        hog, = self.busy(1)
+        d.ctl("attach", "h", "--pid", str(hog.pid))
+        time.sleep(0.2)
+        guard = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
+                               capture_output=True, text=True).stdout.split()
+        self.assertEqual(len(guard), 1)
+        os.kill(int(guard[0]), 9)  # the guardian first, then the daemon
+        time.sleep(0.1)
+        d.kill9()
+        self.assertTrue(vstest.is_fifo(hog.tid))  # stranded, for now
+        d2 = Daemon(policy="rr")
+        d2.state, d2.args[d2.args.index("--state") + 1] = d.state, d.state
+        d2.start()
+        self.daemons.append(d2)
+        self.assertEqual(vstest.policy(hog.tid), os.SCHED_OTHER)
+        self.assertIn("restored 1 thread", d2.read_log())
+
+    # --- bad input changes nothing ---------------------------------------------
+
+    def test_bad_requests_change_nothing(self):
+        d = self.daemon(policy="rr")
+        hog, = self.busy(1)
+        d.ctl("attach", "h", "--pid", str(hog.pid))
+        before = d.json("list")
+        bad = [
+            ("attach", "x", "--pid", "999999999"),
+            ("attach", "h", "--pid", str(hog.pid)),          # name taken
+            ("attach", "bad name", "--pid", str(hog.pid)),
+            ("attach", "y", "--tid", "999999999"),
+            ("attach", "y", "--tid", f"{hog.pid},{hog.pid}"),  # duplicate
+            ("set", "h", "weight=5"),                          # rr has no weight
+            ("set", "nosuch", "slice_us=5"),
+            ("detach", "nosuch"),
+            ("pool", "set", "main", "slice_us=0"),
+            ("pool", "set", "main", "policy=nosuch"),
+            ("pool", "create", "p2", "cpus=0", "policy=rr"),  # the last housekeeping CPU
+        ]
+        for args in bad:
+            r = d.ctl(*args, check=False)
+            self.assertEqual(r.returncode, 1, f"{args}: {r.stdout} {r.stderr}")
+            self.assertTrue(r.stderr.strip(), f"{args}: no message")
+        after = d.json("list")
+        self.assertEqual([x["name"] for x in before["domains"]],
+                         [x["name"] for x in after["domains"]])
+
+    def test_pool_switch_keeps_threads(self):
+        d = self.daemon(policy="rr")
+        hogs = self.busy(2)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        d.ctl("pool", "set", "main", "policy=table", "table=h0,h1,h1", "slot_us=1000")
+        split, _ = vstest.shares([h.tid for h in hogs], 3.0)
+        self.assert_share(split[hogs[0].tid], 1 / 3, "h0")
+        d.ctl("pool", "set", "main", "policy=rr")
+        for h in hogs:
+            self.assertTrue(vstest.is_fifo(h.tid))
+        self.assertEqual(len(d.json("list")["domains"]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: ISC
+"""Helpers for the daemon's integration tests: a private vcpuschedd, real
+busy-loop processes, and what the kernel says about them (/proc schedstat,
+sched_getscheduler, affinity). Every helper cleans up after itself; the
+tests must never leave a thread at SCHED_FIFO or a process running."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("VCPUSCHED_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+DAEMON = os.path.join(BUILD, "vcpusched", "vcpuschedd")
+CTL = os.path.join(BUILD, "vcpusched", "vcpuschedctl")
+MANAGED_CPU = 1
+HOUSEKEEPING_CPU = 0
+
+
+def pin_self_to_housekeeping():
+    """The test driver must not compete with FIFO threads on the managed CPU."""
+    os.sched_setaffinity(0, {HOUSEKEEPING_CPU})
+
+
+def threads_of(pid):
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def run_ns(tid, pid=None):
+    """CPU time a thread has run, from /proc/<tid>/schedstat (ns)."""
+    path = f"/proc/{pid}/task/{tid}/schedstat" if pid else f"/proc/{tid}/schedstat"
+    with open(path) as f:
+        return int(f.read().split()[0])
+
+
+def policy(tid):
+    return os.sched_getscheduler(tid)
+
+
+def is_fifo(tid):
+    return policy(tid) & ~0x40000000 == os.SCHED_FIFO  # ignore SCHED_RESET_ON_FORK
+
+
+def rt_priority(tid):
+    return os.sched_getparam(tid).sched_priority
+
+
+def shares(tids, seconds):
+    """Each thread's share of the CPU time the group used over `seconds`,
+    and each one's share of wall time. Measured side by side."""
+    t0 = time.monotonic()
+    a = {t: run_ns(t) for t in tids}
+    time.sleep(seconds)
+    b = {t: run_ns(t) for t in tids}
+    wall = (time.monotonic() - t0) * 1e9
+    used = {t: b[t] - a[t] for t in tids}
+    total = sum(used.values()) or 1
+    return {t: used[t] / total for t in tids}, {t: used[t] / wall for t in tids}
+
+
+class Busy:
+    """A process running a busy loop (a CPU hog), started SCHED_OTHER on the
+    housekeeping CPU like any host process."""
+
+    def __init__(self, kind="busy", period_ms=5):
+        if kind == "busy":
+            code = "while True: pass"
+        else:  # sleeps `period_ms` between short bursts: an I/O-like waker
+            code = ("import time\nwhile True:\n"
+                    "    x = sum(range(2000))\n"
+                    f"    time.sleep({period_ms / 1000.0})\n")
+        self.proc = subprocess.Popen(["python3", "-c", code],
+                                     preexec_fn=lambda: os.sched_setaffinity(0, {HOUSEKEEPING_CPU}))
+        self.pid = self.proc.pid
+
+    @property
+    def tid(self):
+        return self.pid
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Daemon:
+    """A private vcpuschedd with its own socket and state file."""
+
+    def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto"):
+        self.dir = tempfile.mkdtemp(prefix="vcpusched-test-")
+        self.sock = os.path.join(self.dir, "control.sock")
+        self.state = os.path.join(self.dir, "state")
+        self.log = os.path.join(self.dir, "daemon.log")
+        self.args = ["--foreground", "--socket", self.sock, "--state", self.state,
+                     "--cpus", cpus, "--policy", policy, "--events", events, *args]
+        self.proc = None
+
+    def start(self, timeout=10):
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
+                                     preexec_fn=lambda: os.sched_setaffinity(0, {HOUSEKEEPING_CPU}))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vcpuschedd exited: {self.read_log()}")
+            if self.ctl("version", check=False).returncode == 0:
+                return self
+            time.sleep(0.05)
+        raise RuntimeError(f"vcpuschedd did not answer: {self.read_log()}")
+
+    def read_log(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([CTL, "--socket", self.sock, *args], capture_output=True, text=True,
+                           timeout=30)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"vcpuschedctl {' '.join(args)}: {r.returncode} {r.stderr}")
+        return r
+
+    def json(self, *args):
+        return json.loads(self.ctl("--json", *args).stdout)
+
+    def guardian_pid(self):
+        out = subprocess.run(["pgrep", "-f", "-x", "vcpusched-guard"], capture_output=True,
+                             text=True).stdout.split()
+        return [int(p) for p in out]
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_until(pred, timeout, step=0.01):
+    """Poll pred() until it is true or `timeout` seconds pass; returns the
+    elapsed time, or None on timeout."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return time.monotonic() - t0
+        time.sleep(step)
+    return None

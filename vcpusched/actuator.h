@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * actuator.h - the kernel side of a decision: SCHED_FIFO levels, affinity,
+ * freezing (caps) and restoring a managed thread. actuator_linux.c is the
+ * only file that touches scheduling attributes, affinity or cgroups.
+ *
+ * Every call returns 1 if it made a system call, 0 if it had nothing to do
+ * (the state cache says the thread is already there), or -errno.
+ */
+#ifndef VCPUSCHED_ACTUATOR_H
+#define VCPUSCHED_ACTUATOR_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ACT_CGROUP_PATH_MAX 256
+
+enum act_level {
+    ACT_LEVEL_NONE, /* not yet changed: the thread's original policy */
+    ACT_LEVEL_LOW,  /* managed, not elected */
+    ACT_LEVEL_MID,  /* elected on its CPU */
+};
+
+/* SCHED_FIFO priorities of the three levels (HIGH is the dispatcher). */
+struct act_prio {
+    int low, mid, high;
+};
+
+/* What a thread looked like before we touched it; also in the state file. */
+struct act_orig {
+    int policy; /* without SCHED_RESET_ON_FORK */
+    int prio;
+    cpu_set_t affinity;
+    char cpu_cgroup[ACT_CGROUP_PATH_MAX];     /* v1 cpu cgroup we moved it out of, or "" */
+    char freezer_cgroup[ACT_CGROUP_PATH_MAX]; /* v1 freezer cgroup we moved it out of, or "" */
+};
+
+struct act_thread {
+    pid_t pid;
+    pid_t tid;
+    uint64_t start_time; /* /proc stat field 22: tells a reused TID apart */
+    struct act_orig orig;
+    enum act_level level;
+    int cpu; /* host CPU it is pinned to, -1 before the first pin */
+    bool frozen;
+};
+
+/*
+ * Record a thread's current policy, priority, affinity and start time.
+ * Changes nothing. -ESRCH if the thread does not exist or is not a thread
+ * of `pid`.
+ */
+int act_thread_open(struct act_thread *t, pid_t pid, pid_t tid, char *err, size_t errlen);
+
+/*
+ * Which of the host CPUs cpus[0..n) the thread's cgroup cpuset allows:
+ * bit i of *mask for cpus[i]. Probes with sched_setaffinity (the kernel
+ * answers EINVAL outside the cpuset), so it moves the thread; call it
+ * before the first act_set_cpu.
+ */
+int act_probe_cpus(struct act_thread *t, const int *cpus, unsigned int n, uint64_t *mask);
+
+/* Pin to one host CPU. */
+int act_set_cpu(struct act_thread *t, int cpu);
+
+/*
+ * Set the thread's SCHED_FIFO level (with SCHED_RESET_ON_FORK, so children
+ * of a vCPU thread never inherit a real-time policy). With `move_rt_cgroup`
+ * a thread refused for CONFIG_RT_GROUP_SCHED (EPERM in a v1 cpu cgroup
+ * without rt runtime) is moved to the root cpu cgroup and retried; it goes
+ * back on restore. Otherwise that EPERM is returned with the reason in err.
+ */
+int act_set_level(struct act_thread *t, const struct act_prio *prio, enum act_level level,
+                  bool move_rt_cgroup, char *err, size_t errlen);
+
+/*
+ * Stop all CPU use of the thread (cgroup v1 freezer, a per-thread group
+ * under <freezer>/vcpusched/) or allow it again. -EOPNOTSUPP when no v1
+ * freezer hierarchy is mounted.
+ */
+int act_freeze(struct act_thread *t, char *err, size_t errlen);
+int act_thaw(struct act_thread *t);
+
+/* Give the thread back its original policy, priority, affinity, cgroups. */
+int act_restore(struct act_thread *t);
+/*
+ * The same from a saved record, for the guardian and for recovery at
+ * start-up: does nothing (-ESRCH) unless tid still has start_time.
+ */
+int act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o,
+                      bool frozen);
+
+/* True if the thread still exists with the same start time. */
+bool act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time);
+
+/*
+ * Read /proc/<pid>/task/<tid>/stat: state letter and start time. -ESRCH if
+ * it is gone.
+ */
+int act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time);
+
+/* Make the calling thread a dispatcher: pinned to `cpu`, SCHED_FIFO prio. */
+int act_self_dispatcher(int cpu, int prio, char *err, size_t errlen);
+
+#endif /* VCPUSCHED_ACTUATOR_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * config.h - the daemon's configuration: defaults, a config file
+ * (vcpusched.conf(5), "key value" lines) and command-line options, which
+ * override the file.
+ */
+#ifndef VCPUSCHED_CONFIG_H
+#define VCPUSCHED_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "sched_core.h"
+
+#define CONFIG_MAX_POOLS 16
+#define CONFIG_DEFAULT_SOCKET "/run/vcpusched/control.sock"
+
+struct config_pool {
+    char name[64];
+    char cpus[256];   /* kernel CPU list */
+    char policy[32];
+    char params[2048]; /* "k=v k=v" */
+};
+
+struct config {
+    bool foreground;
+    int verbose;
+    char config_file[256];
+    char socket[108];
+    char group[64];     /* may use the socket besides root ("" = root only) */
+    char state[256];
+    char pidfile[256];
+    enum sched_pattern pattern;
+    int dedicated_cpu;  /* -1: the first housekeeping CPU */
+    int prio_base;      /* LOW; MID = +1, HIGH = +2 */
+    bool rt_runtime_set;
+    int64_t rt_runtime_us;
+    enum events_mode events;
+    bool move_rt_cgroup;
+    uint64_t proc_poll_us;
+    struct config_pool pools[CONFIG_MAX_POOLS];
+    unsigned int nr_pools;
+};
+
+void config_defaults(struct config *c);
+/*
+ * Parse the command line (and the file given by --config, applied first).
+ * Returns 0, 1 for --help/--version (already printed), or -EINVAL with a
+ * message.
+ */
+int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen);
+int config_load_file(struct config *c, const char *path, char *err, size_t errlen);
+void config_usage(const char *prog);
+
+#endif /* VCPUSCHED_CONFIG_H */

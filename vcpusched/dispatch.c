@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * dispatch.c - the dispatchers: the priority elevation trick.
+ *
+ * A dispatcher runs at SCHED_FIFO HIGH. For each decision it raises the
+ * elected thread to MID (pinning it to the CPU first) before lowering the
+ * previous one to LOW, so the CPU never falls to a third thread in
+ * between, and it makes no system call when the decision is unchanged.
+ *
+ * Shared pattern: one dispatcher per managed CPU, pinned there, asleep in
+ * epoll on its timer (the slice end), its kick eventfd (a tickle from
+ * another dispatcher or the control path) and the event ring; when it
+ * wakes it preempts whatever runs, decides, and sleeps again.
+ * Dedicated pattern: one dispatcher per pool on a CPU of its own, busy
+ * polling the clock, the ring (no system call while it is empty) and the
+ * pool's deadlines.
+ *
+ * Run time charged to the policy is what the kernel reports (switch
+ * events, or schedstat in the /proc fallback), including time a LOW
+ * thread ran because the elected one was blocked.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched_priv.h"
+
+uint64_t
+sched_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static struct sched_thread *
+owner(const struct pool_vcpu *v)
+{
+    return v ? v->owner : NULL;
+}
+
+static bool
+proc_mode(const struct sched *s)
+{
+    return events_fd(s->ev) < 0;
+}
+
+static void
+lat_add(struct sched_pool_stats *st, uint64_t ns)
+{
+    unsigned int b = ns ? 63 - (unsigned int)__builtin_clzll(ns) : 0;
+
+    st->lat[b < SCHED_LAT_BUCKETS ? b : SCHED_LAT_BUCKETS - 1]++;
+}
+
+/* Book an actuator result: count syscalls, remember failures. */
+static void
+act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what)
+{
+    if (r > 0) {
+        sp->st.syscalls += (uint64_t)r;
+        return;
+    }
+    if (r == 0)
+        return;
+    sp->st.act_errors++;
+    if (r == -ESRCH) {
+        th->gone = true; /* vanished mid-decision: the reaper detaches it */
+        atomic_store(&sp->s->gone_pending, true);
+    }
+    snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid,
+             what, strerror(-r));
+}
+
+/* --- measured run time ------------------------------------------------- */
+
+/* Charge threads running right now up to `now` (their run is not over). */
+static void
+account_running(struct sched_pool *sp, uint64_t now)
+{
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        struct sched_thread *th = sp->cpus[i].running;
+
+        if (th != NULL && now > th->acct_from) {
+            pool_account(&sp->pool, th->pv, now - th->acct_from);
+            th->seg_accounted += now - th->acct_from;
+            th->acct_from = now;
+        }
+    }
+}
+
+/* A run ended after ran_ns: charge what account_running has not. */
+static void
+account_stop(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns)
+{
+    if (ran_ns > th->seg_accounted)
+        pool_account(&sp->pool, th->pv, ran_ns - th->seg_accounted);
+    if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
+        sp->cpus[th->on_cpu].running = NULL;
+    th->on_cpu = -1;
+    th->seg_accounted = 0;
+}
+
+static int
+pool_cpu_of(const struct sched_pool *sp, int host)
+{
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        if (sp->cpus[i].host == host)
+            return (int)i;
+    return -1;
+}
+
+/* Apply one kernel event to a thread (pool lock held). */
+static void
+apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events_rec *r,
+             uint64_t now)
+{
+    bool frozen = th->act->frozen;
+
+    sp->st.events++;
+    switch (r->type) {
+    case EVENTS_WAKE:
+        if (!frozen && !th->gone) {
+            if (!th->pv->runnable)
+                th->wake_ts = r->ts_ns;
+            pool_wake(&sp->pool, th->pv, now);
+        }
+        break;
+    case EVENTS_RUN:
+        if (th->on_cpu >= 0)
+            account_stop(sp, th, 0);
+        th->on_cpu = pool_cpu_of(sp, r->cpu);
+        th->run_since = th->acct_from = r->ts_ns;
+        th->seg_accounted = 0;
+        th->switches++;
+        if (th->on_cpu >= 0)
+            sp->cpus[th->on_cpu].running = th;
+        break;
+    case EVENTS_STOP:
+        account_stop(sp, th, r->ran_ns);
+        if (r->blocked && !frozen && !th->gone)
+            pool_sleep(&sp->pool, th->pv, now);
+        break;
+    case EVENTS_EXIT:
+        account_stop(sp, th, 0);
+        th->gone = true;
+        pool_sleep(&sp->pool, th->pv, now);
+        atomic_store(&sp->s->gone_pending, true);
+        break;
+    case EVENTS_CHARGE:
+        pool_account(&sp->pool, th->pv, r->ran_ns);
+        break;
+    default:
+        break;
+    }
+}
+
+struct drain_ctx {
+    struct sched *s;
+    uint64_t now;
+    struct sched_cpu *self;
+    uint64_t kick[SCHED_MAX_POOLS];
+    struct sched_pool *pools[SCHED_MAX_POOLS];
+    unsigned int nr;
+};
+
+/* CPUs of sp that need a pick and were not kicked yet (pool lock held). */
+static uint64_t
+take_kicks(struct sched_pool *sp)
+{
+    uint64_t need = pool_need_pick(&sp->pool) & ~sp->kicked;
+
+    sp->kicked |= need;
+    return need;
+}
+
+static void
+drain_one(void *arg, const struct events_rec *r)
+{
+    struct drain_ctx *c = arg;
+    struct sched_thread *th;
+    struct sched_pool *sp;
+    unsigned int k;
+
+    if (r->cookie >= STATEFILE_SLOTS)
+        return;
+    th = atomic_load(&c->s->threads[r->cookie]);
+    if (th == NULL || th->act->tid != r->tid)
+        return; /* a record of a thread detached since */
+    sp = th->dom->sp;
+    pthread_mutex_lock(&sp->lock);
+    if (th->pv != NULL && !th->detached)
+        apply_record(sp, th, r, c->now);
+    for (k = 0; k < c->nr && c->pools[k] != sp; k++)
+        ;
+    if (k == c->nr && c->nr < SCHED_MAX_POOLS)
+        c->pools[c->nr++] = sp;
+    if (k < c->nr)
+        c->kick[k] |= take_kicks(sp);
+    pthread_mutex_unlock(&sp->lock);
+}
+
+/*
+ * Drain the event ring (one dispatcher at a time; the others carry on:
+ * whoever holds it delivers their events and kicks them). Returns the
+ * number of records.
+ */
+static int
+drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
+{
+    struct drain_ctx c = {.s = s, .now = now, .self = self};
+    int n;
+
+    if (pthread_mutex_trylock(&s->ev_lock) != 0)
+        return 0;
+    n = events_poll(s->ev, now, drain_one, &c);
+    pthread_mutex_unlock(&s->ev_lock);
+    for (unsigned int k = 0; k < c.nr; k++) {
+        uint64_t m = c.kick[k];
+
+        if (self != NULL && c.pools[k] == self->sp)
+            m &= ~(1ULL << self->index); /* we decide right after */
+        dispatch_kick(c.pools[k], m);
+    }
+    return n;
+}
+
+/* --- actuation ------------------------------------------------------------ */
+
+static void
+apply_dirty(struct sched_pool *sp)
+{
+    struct pool_vcpu *v;
+    char err[POLICY_ERRLEN];
+
+    while ((v = pool_take_dirty(&sp->pool)) != NULL) {
+        struct sched_thread *th = owner(v);
+
+        if (th == NULL || th->gone)
+            continue;
+        if (v->pv->parked && !th->act->frozen)
+            act_book(sp, th, act_freeze(th->act, err, sizeof(err)), "freeze");
+        else if (!v->pv->parked && th->act->frozen)
+            act_book(sp, th, act_thaw(th->act), "thaw");
+        /* A thread at MID is re-pinned when it is lowered. */
+        if (th->mid_on < 0)
+            act_book(sp, th, act_set_cpu(th->act, sp->cpus[v->pv->cpu].host), "set affinity");
+    }
+}
+
+/* Make the kernel run what the pool elected on CPU c. */
+static void
+actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
+{
+    const struct act_prio *prio = &sp->s->cfg.prio;
+    struct sched_thread *want = owner(sp->pool.cpu[c->index].elected);
+    struct sched_thread *cur = c->mid;
+    char err[POLICY_ERRLEN];
+
+    if (want != NULL && want->gone)
+        want = NULL;
+    if (want == cur)
+        return;
+    if (want != NULL) {
+        act_book(sp, want, act_set_cpu(want->act, c->host), "set affinity");
+        act_book(sp, want,
+                 act_set_level(want->act, prio, ACT_LEVEL_MID, sp->s->cfg.move_rt_cgroup, err,
+                               sizeof(err)),
+                 "raise to MID");
+        want->mid_on = (int)c->index;
+        if (want->wake_ts != 0) {
+            uint64_t t = sched_now();
+
+            lat_add(&sp->st, t > want->wake_ts ? t - want->wake_ts : 0);
+            want->wake_ts = 0;
+        }
+    }
+    if (cur != NULL)
+        cur->mid_on = -1;
+    if (cur != NULL && !cur->gone) {
+        act_book(sp, cur,
+                 act_set_level(cur->act, prio, ACT_LEVEL_LOW, sp->s->cfg.move_rt_cgroup, err,
+                               sizeof(err)),
+                 "lower to LOW");
+        act_book(sp, cur, act_set_cpu(cur->act, sp->cpus[cur->pv->pv->cpu].host), "set affinity");
+    }
+    c->mid = want;
+}
+
+void
+dispatch_apply(struct sched_pool *sp, uint64_t now)
+{
+    (void)now;
+    apply_dirty(sp);
+}
+
+void
+dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
+{
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        if (sp->cpus[i].mid == th)
+            sp->cpus[i].mid = NULL;
+        if (sp->cpus[i].running == th)
+            sp->cpus[i].running = NULL;
+    }
+    th->on_cpu = -1;
+    th->mid_on = -1;
+}
+
+void
+dispatch_kick(struct sched_pool *sp, uint64_t cpus)
+{
+    static const uint64_t one = 1;
+
+    if (cpus == 0)
+        return;
+    if (sp->pattern != SCHED_SHARED) {
+        atomic_store(&sp->poke, true);
+        return;
+    }
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        if (cpus & (1ULL << i))
+            (void)!write(sp->cpus[i].kick_fd, &one, sizeof(one));
+}
+
+/*
+ * One decision pass for CPU c at `now` (pool lock held): charge, run the
+ * pool timer (CPU 0 of the pool owns it), re-pick if due or tickled,
+ * actuate. Returns the next deadline of this CPU; *kick gets the other
+ * CPUs to wake.
+ */
+static uint64_t
+cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kick)
+{
+    const struct pool_cpu *pc = &sp->pool.cpu[c->index];
+    uint64_t bit = 1ULL << c->index, next;
+
+    sp->st.decisions++;
+    account_running(sp, now);
+    if (c->index == 0)
+        pool_timer(&sp->pool, now);
+    if ((pool_need_pick(&sp->pool) & bit) || pc->until <= now) {
+        pool_pick(&sp->pool, c->index, now);
+        sp->kicked &= ~bit;
+    }
+    apply_dirty(sp);
+    actuate_cpu(sp, c);
+    *kick = take_kicks(sp) & ~bit;
+    next = pc->until;
+    if (c->index == 0 && sp->pool.pol.timer < next)
+        next = sp->pool.pol.timer;
+    if (proc_mode(sp->s) && now + sp->s->cfg.proc_poll_ns < next)
+        next = now + sp->s->cfg.proc_poll_ns;
+    return next;
+}
+
+/* --- shared pattern ------------------------------------------------------ */
+
+static void
+timer_arm(int fd, uint64_t when)
+{
+    struct itimerspec its = {0};
+
+    if (when != POLICY_NEVER) {
+        its.it_value.tv_sec = (time_t)(when / NSEC_PER_SEC);
+        its.it_value.tv_nsec = (long)(when % NSEC_PER_SEC);
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1; /* zero would disarm */
+    }
+    (void)timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void *
+shared_main(void *arg)
+{
+    struct sched_cpu *c = arg;
+    struct sched_pool *sp = c->sp;
+    struct epoll_event ev[4];
+    uint64_t buf;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+
+    if (ep < 0)
+        return NULL;
+    ev[0] = (struct epoll_event){.events = EPOLLIN, .data.fd = c->kick_fd};
+    epoll_ctl(ep, EPOLL_CTL_ADD, c->kick_fd, &ev[0]);
+    ev[0] = (struct epoll_event){.events = EPOLLIN, .data.fd = c->timer_fd};
+    epoll_ctl(ep, EPOLL_CTL_ADD, c->timer_fd, &ev[0]);
+    if (events_fd(sp->s->ev) >= 0) {
+        /* Wake one dispatcher per event batch, not all (where allowed). */
+        ev[0] = (struct epoll_event){.events = EPOLLIN | EPOLLEXCLUSIVE,
+                                     .data.fd = events_fd(sp->s->ev)};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, events_fd(sp->s->ev), &ev[0]) < 0) {
+            ev[0].events = EPOLLIN;
+            epoll_ctl(ep, EPOLL_CTL_ADD, events_fd(sp->s->ev), &ev[0]);
+        }
+    }
+    while (!atomic_load(&sp->stop)) {
+        uint64_t kick = 0, next;
+        int n = epoll_wait(ep, ev, 4, -1);
+
+        for (int i = 0; i < n; i++)
+            if (ev[i].data.fd == c->kick_fd || ev[i].data.fd == c->timer_fd)
+                (void)!read(ev[i].data.fd, &buf, sizeof(buf));
+        drain_events(sp->s, sched_now(), c);
+        pthread_mutex_lock(&sp->lock);
+        next = cpu_step(sp, c, sched_now(), &kick);
+        pthread_mutex_unlock(&sp->lock);
+        dispatch_kick(sp, kick);
+        timer_arm(c->timer_fd, next);
+    }
+    close(ep);
+    return NULL;
+}
+
+/* --- dedicated pattern ---------------------------------------------------- */
+
+static void *
+dedicated_main(void *arg)
+{
+    struct sched_pool *sp = arg;
+    uint64_t last_proc = 0;
+
+    while (!atomic_load(&sp->stop)) {
+        uint64_t now = sched_now(), next = POLICY_NEVER, kick;
+
+        if (!proc_mode(sp->s) || now - last_proc >= sp->s->cfg.proc_poll_ns) {
+            drain_events(sp->s, now, NULL);
+            last_proc = now;
+        }
+        if ((!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due)) ||
+            atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        atomic_store(&sp->poke, false);
+        for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+            uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
+
+            if (t < next)
+                next = t;
+        }
+        atomic_store(&sp->next_due, next);
+        pthread_mutex_unlock(&sp->lock);
+    }
+    return NULL;
+}
+
+/* --- start and stop ------------------------------------------------------- */
+
+/* Create a SCHED_FIFO HIGH thread pinned to `cpu` (EPERM if refused). */
+static int
+spawn(pthread_t *t, int cpu, int prio, void *(*fn)(void *), void *arg)
+{
+    struct sched_param sp = {.sched_priority = prio};
+    pthread_attr_t attr;
+    cpu_set_t set;
+    int r;
+
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_attr_init(&attr);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+    pthread_attr_setschedparam(&attr, &sp);
+    pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+    r = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return -r;
+}
+
+int
+dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
+{
+    const struct sched_config *cfg = &sp->s->cfg;
+    int r;
+
+    atomic_store(&sp->stop, false);
+    if (sp->pattern == SCHED_DEDICATED) {
+        r = spawn(&sp->dthread, cfg->dedicated_cpu, cfg->prio.high, dedicated_main, sp);
+        if (r < 0) {
+            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name,
+                     cfg->dedicated_cpu, strerror(-r));
+            return r;
+        }
+        sp->dstarted = true;
+        return 0;
+    }
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        struct sched_cpu *c = &sp->cpus[i];
+
+        r = spawn(&c->thread, c->host, cfg->prio.high, shared_main, c);
+        if (r < 0) {
+            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name, c->host,
+                     strerror(-r));
+            dispatch_stop(sp);
+            return r;
+        }
+        c->started = true;
+    }
+    dispatch_kick(sp, ~0ULL);
+    return 0;
+}
+
+void
+dispatch_stop(struct sched_pool *sp)
+{
+    atomic_store(&sp->stop, true);
+    if (sp->dstarted)
+        pthread_join(sp->dthread, NULL);
+    sp->dstarted = false;
+    dispatch_kick(sp, ~0ULL);
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        if (sp->cpus[i].started)
+            pthread_join(sp->cpus[i].thread, NULL);
+        sp->cpus[i].started = false;
+    }
+}

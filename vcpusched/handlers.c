@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * handlers.c - the daemon's answers to control requests: each command of
+ * docs/protocol.md mapped onto the scheduler core. Runs on the control
+ * thread; target discovery (QMP, libvirt) happens here, before anything
+ * is locked, so a slow QEMU never stalls a dispatcher.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover.h"
+#include "handlers.h"
+#include "topology.h"
+
+#define MAX_TIDS 1024
+
+/* Resolve an attach request's target into a process and thread ids. */
+static int
+resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, pid_t *tids,
+               unsigned int *n, const char **source, char *err, size_t errlen)
+{
+    *pid = 0;
+    switch (req->target) {
+    case CTL_TARGET_PID:
+        *pid = req->pid;
+        *source = "pid";
+        return discover_process(req->pid, tids, MAX_TIDS, n, err, errlen);
+    case CTL_TARGET_TIDS:
+        *source = "tids";
+        return discover_tids(pid, req->tids, req->nr_tids, tids, MAX_TIDS, n, err, errlen);
+    case CTL_TARGET_QMP:
+        *source = "qmp";
+        return discover_qmp(req->qmp, pid, tids, MAX_TIDS, n, err, errlen);
+    case CTL_TARGET_LIBVIRT:
+        *source = "libvirt";
+        if (d->libvirt_vcpus == NULL) {
+            snprintf(err, errlen, "libvirt support is not available in this daemon");
+            return -EOPNOTSUPP;
+        }
+        return d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, MAX_TIDS, n, err,
+                                errlen);
+    default:
+        snprintf(err, errlen, "attach needs pid, tids, qmp or libvirt");
+        return -EINVAL;
+    }
+}
+
+static int
+do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res,
+          char *err, size_t errlen)
+{
+    pid_t tids[MAX_TIDS], pid;
+    const char *source = "";
+    unsigned int n = 0;
+    int r;
+
+    r = resolve_target(d, req, &pid, tids, &n, &source, err, errlen);
+    if (r < 0)
+        return r;
+    r = sched_attach(d->sched, req->name, req->pool[0] ? req->pool : NULL, pid, tids, n,
+                     req->params, req->nr_params, source, err, errlen);
+    if (r == 0)
+        *res = sched_json_domain(d->sched, req->name);
+    return r;
+}
+
+static int
+do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res,
+        char *err, size_t errlen)
+{
+    struct policy_cpu cpus[POLICY_MAX_CPUS];
+    int hosts[POLICY_MAX_CPUS];
+    unsigned int n;
+    int r;
+
+    switch (req->pool_op) {
+    case CTL_POOL_LIST:
+        *res = sched_json_pools(d->sched);
+        return 0;
+    case CTL_POOL_CREATE:
+        r = topology_parse_cpulist(req->cpus, hosts, POLICY_MAX_CPUS, &n, err, errlen);
+        if (r == 0)
+            r = topology_describe(hosts, n, cpus, err, errlen);
+        if (r == 0)
+            r = daemon_check_pool_cpus(d, hosts, n, err, errlen);
+        if (r == 0)
+            r = sched_pool_create(d->sched, req->name, cpus, n,
+                                  req->policy[0] ? req->policy : "credit", req->params,
+                                  req->nr_params, err, errlen);
+        return r;
+    case CTL_POOL_SET:
+        return sched_pool_set(d->sched, req->name, req->policy[0] ? req->policy : NULL,
+                              req->params, req->nr_params, err, errlen);
+    case CTL_POOL_DESTROY:
+        return sched_pool_destroy(d->sched, req->name, err, errlen);
+    }
+    snprintf(err, errlen, "unknown pool operation");
+    return -EINVAL;
+}
+
+int
+daemon_handle(void *ctx, const struct ctl_request *req, const struct control_peer *peer,
+              struct json_object **res, char *err, size_t errlen)
+{
+    struct daemon_ctx *d = ctx;
+    int r;
+
+    (void)peer; /* control.c has already refused what a peer may not do */
+    *res = NULL;
+    switch (req->cmd) {
+    case CTL_VERSION:
+        *res = json_object_new_object();
+        json_object_object_add(*res, "version", json_object_new_string(DAEMON_VERSION));
+        json_object_object_add(*res, "protocol", json_object_new_int(1));
+        return 0;
+    case CTL_ATTACH:
+        return do_attach(d, req, res, err, errlen);
+    case CTL_DETACH:
+        return sched_detach(d->sched, req->name, err, errlen);
+    case CTL_SET:
+        r = sched_set(d->sched, req->name, req->params, req->nr_params, err, errlen);
+        if (r == 0)
+            *res = sched_json_domain(d->sched, req->name);
+        return r;
+    case CTL_LIST:
+        *res = sched_json_list(d->sched);
+        return 0;
+    case CTL_STATS:
+        *res = sched_json_stats(d->sched);
+        return 0;
+    case CTL_POOL:
+        return do_pool(d, req, res, err, errlen);
+    }
+    snprintf(err, errlen, "unknown command");
+    return -EINVAL;
+}
+
+/* A pool may not take the last housekeeping CPU (the host would starve). */
+int
+daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
+                       size_t errlen)
+{
+    cpu_set_t left = d->housekeeping;
+
+    for (unsigned int i = 0; i < n; i++)
+        CPU_CLR(cpus[i], &left);
+    if (CPU_COUNT(&left) == 0) {
+        snprintf(err, errlen, "the pool would leave no housekeeping cpu");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * handlers.h - the daemon side of the control protocol.
+ */
+#ifndef VCPUSCHED_HANDLERS_H
+#define VCPUSCHED_HANDLERS_H
+
+#include <sched.h>
+
+#include "control.h"
+#include "ctl_proto.h"
+#include "sched_core.h"
+
+#define DAEMON_VERSION "0.1.0"
+
+/* Finds a libvirt domain's QEMU and vCPU threads (libvirt.c), if built in. */
+typedef int (*daemon_libvirt_fn)(void *ctx, const char *domain, pid_t *pid, pid_t *tids,
+                                 unsigned int max, unsigned int *n, char *err, size_t errlen);
+
+struct daemon_ctx {
+    struct sched *sched;
+    cpu_set_t housekeeping; /* CPUs left to the host, the daemon and QEMU's other threads */
+    daemon_libvirt_fn libvirt_vcpus;
+    void *libvirt_ctx;
+};
+
+/* control_handler_fn for the daemon (see control.h). */
+int daemon_handle(void *ctx, const struct ctl_request *req, const struct control_peer *peer,
+                  struct json_object **res, char *err, size_t errlen);
+int daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
+                           size_t errlen);
+
+#endif /* VCPUSCHED_HANDLERS_H */

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * main.c - vcpuschedd: start-up, the control loop, and shutdown.
+ *
+ * Order matters for safety: the state file is opened and leftovers of a
+ * crashed predecessor restored first; the guardian is forked before any
+ * thread exists; signals are blocked before the dispatchers start so that
+ * only the control loop sees them; every managed thread is given back
+ * before the guardian is told to stand down.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "guardian.h"
+#include "handlers.h"
+#include "log.h"
+#include "topology.h"
+
+#define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
+
+struct daemon {
+    struct config cfg;
+    struct statefile sf;
+    struct guardian guard;
+    struct events *ev;
+    struct daemon_ctx ctx;
+    struct control *ctl;
+    cpu_set_t online;
+    int sig_fd;
+    int tick_fd;
+    int ep;
+};
+
+/* Another live daemon owning the state file? (Then we must not touch it.) */
+static bool
+owner_alive(pid_t pid)
+{
+    char path[64], comm[32] = "";
+    FILE *f;
+
+    if (pid <= 0 || pid == getpid())
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return false;
+    if (fgets(comm, sizeof(comm), f) == NULL)
+        comm[0] = '\0';
+    fclose(f);
+    return strncmp(comm, "vcpuschedd", 10) == 0;
+}
+
+static void
+state_open(struct daemon *d)
+{
+    char err[256];
+    int n;
+
+    if (statefile_open(&d->sf, d->cfg.state, err, sizeof(err)) < 0)
+        fatalx("%s", err);
+    if (owner_alive(d->sf.hdr->owner_pid))
+        fatalx("another vcpuschedd (pid %d) owns %s", (int)d->sf.hdr->owner_pid, d->cfg.state);
+    n = statefile_restore_all(&d->sf);
+    if (n > 0)
+        log_warnx("restored %d thread(s) left by a previous daemon", n);
+    d->sf.hdr->owner_pid = getpid();
+}
+
+static void
+rt_runtime_setup(struct daemon *d)
+{
+    int64_t rt;
+
+    if (rt_runtime_read(&rt) < 0) {
+        log_warnx("cannot read sched_rt_runtime_us");
+        return;
+    }
+    if (d->cfg.rt_runtime_set && rt != d->cfg.rt_runtime_us) {
+        if (statefile_set_rt_runtime(&d->sf, d->cfg.rt_runtime_us) < 0)
+            fatal("set sched_rt_runtime_us to %lld", (long long)d->cfg.rt_runtime_us);
+        log_info("sched_rt_runtime_us %lld -> %lld (restored at exit)", (long long)rt,
+                 (long long)d->cfg.rt_runtime_us);
+        return;
+    }
+    if (rt >= 0)
+        log_info("sched_rt_runtime_us is %lld: real-time threads idle %lld ms of every second "
+                 "(see --rt-runtime-us)",
+                 (long long)rt, (long long)((1000000 - rt) / 1000));
+}
+
+/* Managed CPUs of every configured pool (default: all online but CPU 0). */
+static int
+pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
+{
+    char err[256];
+
+    if (p->cpus[0] == '\0') {
+        *n = 0;
+        for (int c = 1; c < CPU_SETSIZE && *n < POLICY_MAX_CPUS; c++)
+            if (CPU_ISSET(c, &d->online))
+                cpus[(*n)++] = c;
+        if (*n == 0)
+            fatalx("pool %s: one CPU online: nothing can be managed", p->name);
+        return 0;
+    }
+    if (topology_parse_cpulist(p->cpus, cpus, POLICY_MAX_CPUS, n, err, sizeof(err)) < 0)
+        fatalx("pool %s: cpus: %s", p->name, err);
+    return 0;
+}
+
+static void
+housekeeping_setup(struct daemon *d)
+{
+    int cpus[POLICY_MAX_CPUS];
+    unsigned int n;
+
+    d->ctx.housekeeping = d->online;
+    if (d->cfg.nr_pools == 0)
+        snprintf(d->cfg.pools[d->cfg.nr_pools++].name, sizeof(d->cfg.pools[0].name), "main");
+    for (unsigned int i = 0; i < d->cfg.nr_pools; i++) {
+        if (d->cfg.pools[i].policy[0] == '\0')
+            snprintf(d->cfg.pools[i].policy, sizeof(d->cfg.pools[i].policy), "credit");
+        pools_cpus(d, &d->cfg.pools[i], cpus, &n);
+        for (unsigned int c = 0; c < n; c++)
+            CPU_CLR(cpus[c], &d->ctx.housekeeping);
+    }
+    if (CPU_COUNT(&d->ctx.housekeeping) == 0)
+        fatalx("the pools leave no housekeeping cpu");
+    if (d->cfg.pattern == SCHED_DEDICATED && d->cfg.dedicated_cpu < 0) {
+        for (int c = 0; c < CPU_SETSIZE && d->cfg.dedicated_cpu < 0; c++)
+            if (CPU_ISSET(c, &d->ctx.housekeeping))
+                d->cfg.dedicated_cpu = c;
+    }
+    if (d->cfg.pattern == SCHED_DEDICATED && CPU_COUNT(&d->ctx.housekeeping) == 1)
+        log_warnx("dedicated dispatcher busy-polls cpu %d, the only housekeeping cpu: "
+                  "the host and QEMU's other threads get what real-time throttling leaves",
+                  d->cfg.dedicated_cpu);
+    /* The control thread and the guardian stay off managed CPUs. */
+    if (sched_setaffinity(0, sizeof(d->ctx.housekeeping), &d->ctx.housekeeping) < 0)
+        log_warn("pin the daemon to housekeeping cpus");
+}
+
+static void
+pools_create(struct daemon *d)
+{
+    for (unsigned int i = 0; i < d->cfg.nr_pools; i++) {
+        struct config_pool *p = &d->cfg.pools[i];
+        struct policy_kv kv[POLICY_MAX_PARAMS];
+        struct policy_cpu desc[POLICY_MAX_CPUS];
+        int cpus[POLICY_MAX_CPUS];
+        char err[256], params[sizeof(p->params)];
+        unsigned int n;
+        size_t nkv;
+
+        pools_cpus(d, p, cpus, &n);
+        snprintf(params, sizeof(params), "%s", p->params);
+        if (policy_kv_split(params, kv, POLICY_MAX_PARAMS, &nkv, err) < 0 ||
+            topology_describe(cpus, n, desc, err, sizeof(err)) < 0 ||
+            sched_pool_create(d->ctx.sched, p->name, desc, n, p->policy, kv, nkv, err,
+                              sizeof(err)) < 0)
+            fatalx("pool %s: %s", p->name, err);
+        log_info("pool %s: policy %s on cpu(s) %s, %s pattern", p->name, p->policy,
+                 p->cpus[0] ? p->cpus : "(all but 0)",
+                 d->cfg.pattern == SCHED_SHARED ? "shared" : "dedicated");
+    }
+}
+
+static int
+epoll_add(int ep, int fd)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void
+loop_setup(struct daemon *d)
+{
+    struct itimerspec its = {
+        .it_interval = {0, HOUSEKEEPING_PERIOD_MS * 1000000L},
+        .it_value = {0, HOUSEKEEPING_PERIOD_MS * 1000000L},
+    };
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    d->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    d->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    d->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (d->sig_fd < 0 || d->tick_fd < 0 || d->ep < 0 ||
+        timerfd_settime(d->tick_fd, 0, &its, NULL) < 0 || epoll_add(d->ep, d->sig_fd) < 0 ||
+        epoll_add(d->ep, d->tick_fd) < 0 || epoll_add(d->ep, control_fd(d->ctl)) < 0)
+        fatal("event loop set-up");
+}
+
+static void
+housekeeping(struct daemon *d)
+{
+    uint64_t ticks;
+    char err[256];
+    int n;
+
+    (void)!read(d->tick_fd, &ticks, sizeof(ticks));
+    n = sched_reap(d->ctx.sched);
+    if (n > 0)
+        log_info("detached %d domain(s) whose threads all exited", n);
+    if (!guardian_alive(&d->guard)) {
+        log_warnx("guardian exited: starting a new one");
+        guardian_stop(&d->guard);
+        if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
+            log_warnx("%s", err);
+    }
+}
+
+/* Returns false when the daemon must stop. */
+static bool
+on_signal(struct daemon *d)
+{
+    struct signalfd_siginfo si;
+
+    while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+        switch (si.ssi_signo) {
+        case SIGTERM:
+        case SIGINT:
+            log_info("signal %u: stopping", si.ssi_signo);
+            return false;
+        case SIGHUP:
+            log_info("SIGHUP ignored: change pools and parameters with vcpuschedctl");
+            break;
+        default:
+            break; /* SIGCHLD: the guardian is checked by housekeeping */
+        }
+    }
+    return true;
+}
+
+static void
+loop_run(struct daemon *d)
+{
+    for (;;) {
+        struct epoll_event ev[8];
+        int n = epoll_wait(d->ep, ev, 8, -1);
+
+        if (n < 0 && errno != EINTR)
+            fatal("epoll_wait");
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == d->sig_fd && !on_signal(d))
+                return;
+            if (ev[i].data.fd == d->tick_fd)
+                housekeeping(d);
+            if (ev[i].data.fd == control_fd(d->ctl))
+                control_dispatch(d->ctl);
+        }
+    }
+}
+
+static void
+signals_block(void)
+{
+    sigset_t set;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+static gid_t
+group_id(const char *name)
+{
+    struct group *g;
+
+    if (name[0] == '\0')
+        return CONTROL_GROUP_ROOT;
+    g = getgrnam(name);
+    if (g == NULL)
+        fatalx("no group %s", name);
+    return g->gr_gid;
+}
+
+static void
+daemon_start(struct daemon *d)
+{
+    struct sched_config sc = {
+        .pattern = d->cfg.pattern,
+        .dedicated_cpu = d->cfg.dedicated_cpu,
+        .prio = {d->cfg.prio_base, d->cfg.prio_base + 1, d->cfg.prio_base + 2},
+        .move_rt_cgroup = d->cfg.move_rt_cgroup,
+        .proc_poll_ns = d->cfg.proc_poll_us * NSEC_PER_USEC,
+    };
+    char err[256];
+
+    if (policy_registry_check(err) < 0)
+        fatalx("%s", err);
+    if (sched_getaffinity(0, sizeof(d->online), &d->online) < 0)
+        fatal("sched_getaffinity");
+    state_open(d);
+    rt_runtime_setup(d);
+    housekeeping_setup(d);
+    sc.dedicated_cpu = d->cfg.dedicated_cpu;
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
+        fatalx("%s", err);
+    signals_block();
+    /* A fault on the hot path would be a latency spike for every vCPU. */
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
+        log_warn("mlockall");
+    if (events_open(&d->ev, d->cfg.events, err, sizeof(err)) < 0)
+        fatalx("events: %s", err);
+    log_info("events: %s%s%s", events_backend(d->ev), err[0] ? " (" : "", err[0] ? err : "");
+    if (sched_create(&d->ctx.sched, &sc, &d->sf, d->ev, err, sizeof(err)) < 0)
+        fatalx("%s", err);
+    /* Before the pools: control_open changes the umask (process-wide). */
+    if (control_open(&d->ctl, d->cfg.socket, group_id(d->cfg.group), daemon_handle, &d->ctx, err,
+                     sizeof(err)) < 0)
+        fatalx("control socket: %s", err);
+    pools_create(d);
+    loop_setup(d);
+    log_info("ready on %s", d->cfg.socket);
+}
+
+static void
+daemon_stop(struct daemon *d)
+{
+    control_close(d->ctl);
+    sched_destroy(d->ctx.sched);
+    events_close(d->ev);
+    (void)statefile_restore_all(&d->sf); /* sched_rt_runtime_us, and anything missed */
+    d->sf.hdr->owner_pid = 0;
+    guardian_stop(&d->guard);
+    statefile_close(&d->sf);
+    if (d->cfg.pidfile[0] != '\0')
+        unlink(d->cfg.pidfile);
+}
+
+static void
+daemonize(struct daemon *d)
+{
+    FILE *f;
+
+    if (!d->cfg.foreground && daemon(0, 0) < 0)
+        fatal("daemon");
+    if (d->cfg.pidfile[0] == '\0')
+        return;
+    f = fopen(d->cfg.pidfile, "we");
+    if (f == NULL)
+        fatal("pidfile %s", d->cfg.pidfile);
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+}
+
+int
+main(int argc, char **argv)
+{
+    struct daemon *d = calloc(1, sizeof(*d)); /* large: config, state */
+    char err[256];
+    int r;
+
+    if (d == NULL)
+        return 1;
+    config_defaults(&d->cfg);
+    /* The environment sets the default; the file and --socket override it. */
+    if (getenv("VCPUSCHED_SOCKET") != NULL)
+        snprintf(d->cfg.socket, sizeof(d->cfg.socket), "%s", getenv("VCPUSCHED_SOCKET"));
+    r = config_parse(&d->cfg, argc, argv, err, sizeof(err));
+    if (r != 0) {
+        if (r < 0) {
+            fprintf(stderr, "vcpuschedd: %s\n", err);
+            config_usage(argv[0]);
+        }
+        free(d);
+        return r < 0 ? 2 : 0;
+    }
+    log_init("vcpuschedd", d->cfg.foreground, d->cfg.verbose + 1);
+    if (geteuid() != 0)
+        fatalx("must run as root (it changes other processes' scheduling)");
+    daemonize(d);
+    daemon_start(d);
+    loop_run(d);
+    daemon_stop(d);
+    log_info("stopped");
+    free(d);
+    return 0;
+}

@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sched_core.c - the control path of the scheduler core: pools, attach, detach,
+ * parameters. Everything here runs on the daemon's control thread; the
+ * dispatchers (dispatch.c) run beside it. See sched_priv.h for locking.
+ *
+ * Attach is write-ahead: each thread gets a state-file slot before its
+ * first change, so the guardian can restore it whatever happens next, and
+ * a failure at any step restores what was done and changes nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "sched_priv.h"
+
+#define SCHED_MAX_THREADS_PER_DOM 1024
+
+void
+sched_pool_lock(struct sched_pool *sp)
+{
+    atomic_fetch_add(&sp->ctl_waiting, 1);
+    pthread_mutex_lock(&sp->lock);
+    atomic_fetch_sub(&sp->ctl_waiting, 1);
+}
+
+void
+sched_pool_unlock(struct sched_pool *sp)
+{
+    dispatch_kick(sp, pool_need_pick(&sp->pool) & ~sp->kicked);
+    sp->kicked |= pool_need_pick(&sp->pool);
+    pthread_mutex_unlock(&sp->lock);
+}
+
+int
+sched_create(struct sched **out, const struct sched_config *cfg, struct statefile *sf,
+             struct events *ev, char *err, size_t errlen)
+{
+    struct sched *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    if (!(cfg->prio.low < cfg->prio.mid && cfg->prio.mid < cfg->prio.high &&
+          cfg->prio.low >= 1 && cfg->prio.high <= 99)) {
+        snprintf(err, errlen, "priorities must satisfy 1 <= low < mid < high <= 99");
+        free(s);
+        return -EINVAL;
+    }
+    s->cfg = *cfg;
+    s->sf = sf;
+    s->ev = ev;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->ev_lock, NULL);
+    TAILQ_INIT(&s->doms);
+    s->start_ns = sched_now();
+    *out = s;
+    return 0;
+}
+
+static struct sched_pool *
+pool_by_name(struct sched *s, const char *name)
+{
+    for (unsigned int i = 0; i < s->nr_pools; i++)
+        if (name == NULL || strcmp(s->pools[i]->pool.name, name) == 0)
+            return s->pools[i];
+    return NULL;
+}
+
+bool
+sched_cpu_is_managed(const struct sched *s, int cpu)
+{
+    for (unsigned int i = 0; i < s->nr_pools; i++)
+        for (unsigned int c = 0; c < s->pools[i]->nr_cpus; c++)
+            if (s->pools[i]->cpus[c].host == cpu)
+                return true;
+    return false;
+}
+
+struct sched_dom *
+sched_dom_find(struct sched *s, const char *name)
+{
+    struct sched_dom *d;
+
+    TAILQ_FOREACH(d, &s->doms, link)
+        if (strcmp(d->name, name) == 0)
+            return d;
+    return NULL;
+}
+
+static void
+pool_free(struct sched_pool *sp)
+{
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        if (sp->cpus[i].kick_fd >= 0)
+            close(sp->cpus[i].kick_fd);
+        if (sp->cpus[i].timer_fd >= 0)
+            close(sp->cpus[i].timer_fd);
+    }
+    pthread_mutex_destroy(&sp->lock);
+    free(sp);
+}
+
+static int
+pool_cpus_check(struct sched *s, const struct policy_cpu *cpus, unsigned int n, char *err,
+                size_t errlen)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        if (sched_cpu_is_managed(s, cpus[i].cpu)) {
+            snprintf(err, errlen, "cpu %d already belongs to a pool", cpus[i].cpu);
+            return -EBUSY;
+        }
+        if (s->cfg.pattern == SCHED_DEDICATED && cpus[i].cpu == s->cfg.dedicated_cpu) {
+            snprintf(err, errlen, "cpu %d runs the dedicated dispatcher: it cannot be managed",
+                     cpus[i].cpu);
+            return -EINVAL;
+        }
+        for (unsigned int j = 0; j < i; j++) {
+            if (cpus[j].cpu == cpus[i].cpu) {
+                snprintf(err, errlen, "cpu %d listed twice", cpus[i].cpu);
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+static int
+pool_fds(struct sched_pool *sp, char *err, size_t errlen)
+{
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        struct sched_cpu *c = &sp->cpus[i];
+
+        c->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (c->kick_fd < 0 || c->timer_fd < 0) {
+            snprintf(err, errlen, "pool %s: %s", sp->pool.name, strerror(errno));
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+int
+sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cpus,
+                  unsigned int nr_cpus, const char *policy, const struct policy_kv *kv,
+                  size_t n, char *err, size_t errlen)
+{
+    pthread_mutexattr_t ma;
+    struct sched_pool *sp;
+    char perr[POLICY_ERRLEN];
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    r = -EEXIST;
+    if (pool_by_name(s, name) != NULL) {
+        snprintf(err, errlen, "pool %s already exists", name);
+        goto out;
+    }
+    r = -ENOSPC;
+    if (s->nr_pools == SCHED_MAX_POOLS) {
+        snprintf(err, errlen, "at most %d pools", SCHED_MAX_POOLS);
+        goto out;
+    }
+    r = pool_cpus_check(s, cpus, nr_cpus, err, errlen);
+    if (r < 0)
+        goto out;
+    r = -ENOMEM;
+    sp = calloc(1, sizeof(*sp));
+    if (sp == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    r = pool_init(&sp->pool, name, policy, cpus, nr_cpus, kv, n, perr);
+    if (r < 0) {
+        snprintf(err, errlen, "%s", perr);
+        free(sp);
+        goto out;
+    }
+    sp->s = s;
+    sp->pattern = s->cfg.pattern;
+    sp->nr_cpus = nr_cpus;
+    sp->st.created_ns = sched_now();
+    atomic_store(&sp->next_due, 0);
+    pthread_mutexattr_init(&ma);
+    /* SCHED_FIFO dispatchers wait on it: the holder inherits their priority. */
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&sp->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    for (unsigned int i = 0; i < nr_cpus; i++) {
+        sp->cpus[i] = (struct sched_cpu){.sp = sp, .index = i, .host = cpus[i].cpu,
+                                         .kick_fd = -1, .timer_fd = -1};
+    }
+    /* Every CPU takes its first decision as its dispatcher starts. */
+    sp->pool.need_pick = nr_cpus == 64 ? ~0ULL : (1ULL << nr_cpus) - 1;
+    r = pool_fds(sp, err, errlen);
+    if (r == 0)
+        r = dispatch_start(sp, err, errlen);
+    if (r < 0) {
+        pool_fini(&sp->pool, sched_now());
+        pool_free(sp);
+        goto out;
+    }
+    s->pools[s->nr_pools++] = sp;
+out:
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+int
+sched_pool_set(struct sched *s, const char *name, const char *policy,
+               const struct policy_kv *kv, size_t n, char *err, size_t errlen)
+{
+    struct sched_pool *sp;
+    char perr[POLICY_ERRLEN];
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    sp = pool_by_name(s, name);
+    if (sp == NULL) {
+        snprintf(err, errlen, "no pool %s", name);
+        pthread_mutex_unlock(&s->lock);
+        return -ENOENT;
+    }
+    sched_pool_lock(sp);
+    if (policy != NULL)
+        r = pool_switch(&sp->pool, policy, kv, n, sched_now(), perr);
+    else
+        r = pool_set(&sp->pool, NULL, kv, n, sched_now(), perr);
+    if (r < 0)
+        snprintf(err, errlen, "pool %s: %s", name, perr);
+    else
+        dispatch_apply(sp, sched_now());
+    sched_pool_unlock(sp);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+int
+sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen)
+{
+    struct sched_pool *sp;
+    unsigned int i;
+
+    pthread_mutex_lock(&s->lock);
+    sp = pool_by_name(s, name);
+    if (sp == NULL) {
+        snprintf(err, errlen, "no pool %s", name);
+        pthread_mutex_unlock(&s->lock);
+        return -ENOENT;
+    }
+    if (sp->pool.nr_doms > 0) {
+        snprintf(err, errlen, "pool %s has %u domain(s) attached", name, sp->pool.nr_doms);
+        pthread_mutex_unlock(&s->lock);
+        return -EBUSY;
+    }
+    dispatch_stop(sp);
+    for (i = 0; s->pools[i] != sp; i++)
+        ;
+    memmove(&s->pools[i], &s->pools[i + 1], (s->nr_pools - i - 1) * sizeof(s->pools[0]));
+    s->nr_pools--;
+    pool_fini(&sp->pool, sched_now());
+    pool_free(sp);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+/* --- attach and detach ---------------------------------------------------- */
+
+/*
+ * Give every opened thread of d back and free its slot. Threads must not
+ * be in a pool any more; their events are unwatched here.
+ */
+static void
+dom_release(struct sched *s, struct sched_dom *d)
+{
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        struct sched_thread *th = &d->threads[i];
+
+        if (th->slot < 0)
+            continue;
+        (void)act_restore(th->act);
+        events_unwatch(s->ev, th->act->tid);
+    }
+    /* Records already taken from the ring are applied under ev_lock. */
+    pthread_mutex_lock(&s->ev_lock);
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        if (d->threads[i].slot >= 0)
+            atomic_store(&s->threads[d->threads[i].slot], NULL);
+    pthread_mutex_unlock(&s->ev_lock);
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        if (d->threads[i].slot >= 0)
+            statefile_release(s->sf, d->threads[i].slot);
+    free(d->threads);
+    free(d);
+}
+
+/* Record, probe and watch each thread: nothing scheduled yet. */
+static int
+dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64_t *aff,
+                 char *err, size_t errlen)
+{
+    struct sched_pool *sp = d->sp;
+    int hosts[POLICY_MAX_CPUS];
+    int r;
+
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        hosts[i] = sp->cpus[i].host;
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        struct sched_thread *th = &d->threads[i];
+
+        th->slot = statefile_alloc(s->sf);
+        if (th->slot < 0) {
+            snprintf(err, errlen, "too many managed threads (%d)", STATEFILE_SLOTS);
+            return -ENOSPC;
+        }
+        th->act = statefile_act(s->sf, th->slot);
+        r = act_thread_open(th->act, d->pid, tids[i], err, errlen);
+        if (r == 0) {
+            r = act_probe_cpus(th->act, hosts, sp->nr_cpus, &aff[i]);
+            if (r >= 0 && aff[i] == 0) {
+                snprintf(err, errlen,
+                         "thread %d may not run on any cpu of pool %s (its cgroup cpuset)",
+                         (int)tids[i], sp->pool.name);
+                r = -EINVAL;
+            }
+        }
+        if (r >= 0)
+            r = events_watch(s->ev, d->pid, tids[i], (uint32_t)th->slot, err, errlen);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* With the pool lock: pin, set LOW, and tell the policy who is runnable. */
+static int
+dom_start(struct sched_pool *sp, struct sched_dom *d, uint64_t now, char *err, size_t errlen)
+{
+    struct sched *s = sp->s;
+    int r;
+
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        struct sched_thread *th = &d->threads[i];
+
+        th->pv = &d->pd->vcpus[i];
+        th->pv->owner = th;
+        th->on_cpu = th->mid_on = -1;
+        atomic_store(&s->threads[th->slot], th);
+    }
+    dispatch_apply(sp, now); /* pins every new vCPU to its home CPU */
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        struct sched_thread *th = &d->threads[i];
+        char state = 'S';
+
+        r = act_set_level(th->act, &s->cfg.prio, ACT_LEVEL_LOW, s->cfg.move_rt_cgroup, err,
+                          errlen);
+        if (r < 0)
+            return r;
+        sp->st.syscalls += (uint64_t)r;
+        if (act_read_stat(d->pid, th->act->tid, &state, NULL) == 0 && state == 'R')
+            pool_wake(&sp->pool, th->pv, now);
+    }
+    return 0;
+}
+
+static void
+dom_unschedule(struct sched_pool *sp, struct sched_dom *d)
+{
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        d->threads[i].detached = true;
+        dispatch_forget(sp, &d->threads[i]);
+    }
+    pool_dom_remove(&sp->pool, d->pd, sched_now());
+    d->pd = NULL;
+}
+
+int
+sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
+             const pid_t *tids, unsigned int n, const struct policy_kv *kv, size_t nkv,
+             const char *source, char *err, size_t errlen)
+{
+    uint64_t aff[SCHED_MAX_THREADS_PER_DOM];
+    char perr[POLICY_ERRLEN];
+    struct sched_dom *d;
+    struct sched_pool *sp;
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    r = -EEXIST;
+    if (sched_dom_find(s, name) != NULL) {
+        snprintf(err, errlen, "domain %s is already attached", name);
+        goto out;
+    }
+    r = -ENOENT;
+    sp = pool_by_name(s, pool);
+    if (sp == NULL) {
+        snprintf(err, errlen, pool ? "no pool %s" : "no pool%s", pool ? pool : "");
+        goto out;
+    }
+    r = -EINVAL;
+    if (n == 0 || n > SCHED_MAX_THREADS_PER_DOM) {
+        snprintf(err, errlen, "1..%d threads per domain, not %u", SCHED_MAX_THREADS_PER_DOM, n);
+        goto out;
+    }
+    r = -ENOMEM;
+    d = calloc(1, sizeof(*d));
+    if (d == NULL || (d->threads = calloc(n, sizeof(d->threads[0]))) == NULL) {
+        free(d);
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    snprintf(d->name, sizeof(d->name), "%s", name);
+    snprintf(d->source, sizeof(d->source), "%s", source);
+    d->pid = pid;
+    d->sp = sp;
+    d->nr_threads = n;
+    for (unsigned int i = 0; i < n; i++)
+        d->threads[i].slot = -1;
+    r = dom_open_threads(s, d, tids, aff, err, errlen);
+    if (r < 0) {
+        dom_release(s, d);
+        goto out;
+    }
+    sched_pool_lock(sp);
+    r = pool_dom_add(&sp->pool, name, n, aff, kv, nkv, sched_now(), &d->pd, perr);
+    if (r < 0) {
+        snprintf(err, errlen, "%s", perr);
+    } else {
+        r = dom_start(sp, d, sched_now(), err, errlen);
+        if (r < 0)
+            dom_unschedule(sp, d);
+    }
+    sched_pool_unlock(sp);
+    if (r < 0) {
+        dom_release(s, d);
+        goto out;
+    }
+    TAILQ_INSERT_TAIL(&s->doms, d, link);
+out:
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+static void
+dom_detach(struct sched *s, struct sched_dom *d)
+{
+    struct sched_pool *sp = d->sp;
+
+    sched_pool_lock(sp);
+    dom_unschedule(sp, d);
+    /* Restore while no dispatcher can raise them again. */
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        (void)act_restore(d->threads[i].act);
+    sched_pool_unlock(sp);
+    TAILQ_REMOVE(&s->doms, d, link);
+    dom_release(s, d);
+}
+
+int
+sched_detach(struct sched *s, const char *name, char *err, size_t errlen)
+{
+    struct sched_dom *d;
+
+    pthread_mutex_lock(&s->lock);
+    d = sched_dom_find(s, name);
+    if (d == NULL) {
+        snprintf(err, errlen, "domain %s is not attached", name);
+        pthread_mutex_unlock(&s->lock);
+        return -ENOENT;
+    }
+    dom_detach(s, d);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int
+sched_set(struct sched *s, const char *name, const struct policy_kv *kv, size_t n, char *err,
+          size_t errlen)
+{
+    char perr[POLICY_ERRLEN];
+    struct sched_dom *d;
+    int r;
+
+    pthread_mutex_lock(&s->lock);
+    d = sched_dom_find(s, name);
+    if (d == NULL) {
+        snprintf(err, errlen, "domain %s is not attached", name);
+        pthread_mutex_unlock(&s->lock);
+        return -ENOENT;
+    }
+    sched_pool_lock(d->sp);
+    r = pool_set(&d->sp->pool, d->pd, kv, n, sched_now(), perr);
+    if (r < 0)
+        snprintf(err, errlen, "%s: %s", name, perr);
+    else
+        dispatch_apply(d->sp, sched_now());
+    sched_pool_unlock(d->sp);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+static bool
+dom_all_gone(struct sched_dom *d)
+{
+    bool gone = true;
+
+    sched_pool_lock(d->sp);
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        gone = gone && d->threads[i].gone;
+    sched_pool_unlock(d->sp);
+    return gone;
+}
+
+int
+sched_reap(struct sched *s)
+{
+    struct sched_dom *d, *next;
+    int n = 0;
+
+    if (!atomic_exchange(&s->gone_pending, false))
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    for (d = TAILQ_FIRST(&s->doms); d != NULL; d = next) {
+        next = TAILQ_NEXT(d, link);
+        if (dom_all_gone(d)) {
+            dom_detach(s, d);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+void
+sched_destroy(struct sched *s)
+{
+    struct sched_dom *d;
+
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    while ((d = TAILQ_FIRST(&s->doms)) != NULL)
+        dom_detach(s, d);
+    for (unsigned int i = 0; i < s->nr_pools; i++) {
+        dispatch_stop(s->pools[i]);
+        pool_fini(&s->pools[i]->pool, sched_now());
+        pool_free(s->pools[i]);
+    }
+    s->nr_pools = 0;
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->ev_lock);
+    free(s);
+}

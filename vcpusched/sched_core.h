@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sched_core.h - the daemon's scheduler core: pools of managed CPUs, each with
+ * a policy (pool.c) and dispatcher threads that turn its decisions into
+ * the priority elevation trick (actuator_linux.c), driven by kernel
+ * events (events.h) and timers.
+ *
+ * Threads: the caller's control thread calls everything in this header;
+ * dispatchers are internal. Any function may be called while dispatchers
+ * run; a failed call changes nothing.
+ */
+#ifndef VCPUSCHED_SCHED_CORE_H
+#define VCPUSCHED_SCHED_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "actuator.h"
+#include "events.h"
+#include "policy.h"
+#include "statefile.h"
+
+struct json_object;
+struct sched;
+
+enum sched_pattern {
+    SCHED_SHARED,    /* a dispatcher per managed CPU, on it, sleeping between decisions */
+    SCHED_DEDICATED, /* one busy-polling dispatcher per pool on a CPU of its own */
+};
+
+struct sched_config {
+    enum sched_pattern pattern;
+    int dedicated_cpu;      /* SCHED_DEDICATED: the dispatcher's CPU (not managed) */
+    struct act_prio prio;   /* SCHED_FIFO priorities: LOW, MID, HIGH (dispatcher) */
+    bool move_rt_cgroup;    /* see act_set_level */
+    uint64_t proc_poll_ns;  /* proc fallback: poll period while a CPU is busy */
+};
+
+int sched_create(struct sched **out, const struct sched_config *cfg, struct statefile *sf,
+                 struct events *ev, char *err, size_t errlen);
+/* Stop every dispatcher and give every managed thread back. */
+void sched_destroy(struct sched *s);
+
+/*
+ * Pools. `cpus` are host CPUs described with their topology. A pool's
+ * dispatchers start with the pool.
+ */
+int sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cpus,
+                      unsigned int nr_cpus, const char *policy, const struct policy_kv *kv,
+                      size_t n, char *err, size_t errlen);
+/* policy != NULL: switch policy (kv are its pool parameters); else set kv. */
+int sched_pool_set(struct sched *s, const char *name, const char *policy,
+                   const struct policy_kv *kv, size_t n, char *err, size_t errlen);
+int sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen);
+/* True if the host CPU belongs to a pool. */
+bool sched_cpu_is_managed(const struct sched *s, int cpu);
+
+/*
+ * Attach threads tids[0..n) of process `pid` as domain `name` in `pool`
+ * (NULL: the first pool). `source` says how they were found ("pid",
+ * "tids", "qmp", "libvirt"), for `list`.
+ */
+int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
+                 const pid_t *tids, unsigned int n, const struct policy_kv *kv, size_t nkv,
+                 const char *source, char *err, size_t errlen);
+int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
+int sched_set(struct sched *s, const char *name, const struct policy_kv *kv, size_t n, char *err,
+              size_t errlen);
+/* Detach domains whose threads have all exited. Returns how many. */
+int sched_reap(struct sched *s);
+
+/* JSON views for the control protocol (docs/protocol.md). New objects. */
+struct json_object *sched_json_domain(struct sched *s, const char *name);
+struct json_object *sched_json_list(struct sched *s);
+struct json_object *sched_json_stats(struct sched *s);
+struct json_object *sched_json_pools(struct sched *s);
+
+#endif /* VCPUSCHED_SCHED_CORE_H */

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sched_json.c - the `list`, `stats` and `pool list` views of the control
+ * protocol (docs/protocol.md), built from the live scheduler state.
+ */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched_priv.h"
+
+static void
+sink_int(struct policy_sink *sk, const char *key, int64_t val)
+{
+    json_object_object_add(sk->ctx, key, json_object_new_int64(val));
+}
+
+static void
+sink_str(struct policy_sink *sk, const char *key, const char *val)
+{
+    json_object_object_add(sk->ctx, key, json_object_new_string(val));
+}
+
+/* Parameters as strings, as they travel in the protocol. */
+static void
+sink_param_int(struct policy_sink *sk, const char *key, int64_t val)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof(buf), "%lld", (long long)val);
+    json_object_object_add(sk->ctx, key, json_object_new_string(buf));
+}
+
+static struct json_object *
+params_json(struct sched_pool *sp, struct pool_dom *pd)
+{
+    struct json_object *o = json_object_new_object();
+    struct policy_sink sk = {sink_param_int, sink_str, o};
+
+    pool_get_params(&sp->pool, pd, &sk);
+    return o;
+}
+
+static const char *
+thread_state(const struct sched_thread *th)
+{
+    if (th->gone)
+        return "gone";
+    if (th->pv->pv->parked)
+        return "parked";
+    if (th->on_cpu >= 0)
+        return "running";
+    return th->pv->runnable ? "runnable" : "blocked";
+}
+
+static struct json_object *
+vcpu_json(struct sched_pool *sp, struct sched_thread *th)
+{
+    struct json_object *o = json_object_new_object(), *pol = json_object_new_object();
+    struct policy_sink sk = {sink_int, sink_str, pol};
+
+    json_object_object_add(o, "index", json_object_new_int((int)th->pv->index));
+    json_object_object_add(o, "tid", json_object_new_int(th->act->tid));
+    json_object_object_add(o, "cpu", json_object_new_int(th->act->cpu));
+    json_object_object_add(o, "state", json_object_new_string(thread_state(th)));
+    json_object_object_add(o, "level", json_object_new_string(th->mid_on >= 0 ? "mid" : "low"));
+    json_object_object_add(o, "run_ns", json_object_new_int64((int64_t)th->pv->run_ns));
+    json_object_object_add(o, "switches", json_object_new_int64((int64_t)th->switches));
+    json_object_object_add(o, "wakes", json_object_new_int64((int64_t)th->pv->wakes));
+    json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)th->pv->sleeps));
+    json_object_object_add(o, "elections", json_object_new_int64((int64_t)th->pv->elections));
+    pool_vcpu_stats(&sp->pool, th->pv, &sk);
+    json_object_object_add(o, "policy", pol);
+    return o;
+}
+
+static struct json_object *
+dom_json(struct sched_dom *d)
+{
+    struct sched_pool *sp = d->sp;
+    struct json_object *o = json_object_new_object(), *vcpus = json_object_new_array();
+
+    sched_pool_lock(sp);
+    json_object_object_add(o, "name", json_object_new_string(d->name));
+    json_object_object_add(o, "pool", json_object_new_string(sp->pool.name));
+    json_object_object_add(o, "policy", json_object_new_string(pool_policy_name(&sp->pool)));
+    json_object_object_add(o, "source", json_object_new_string(d->source));
+    json_object_object_add(o, "pid", json_object_new_int(d->pid));
+    json_object_object_add(o, "params", params_json(sp, d->pd));
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        json_object_array_add(vcpus, vcpu_json(sp, &d->threads[i]));
+    json_object_object_add(o, "vcpus", vcpus);
+    sched_pool_unlock(sp);
+    return o;
+}
+
+struct json_object *
+sched_json_domain(struct sched *s, const char *name)
+{
+    struct json_object *o = NULL;
+    struct sched_dom *d;
+
+    pthread_mutex_lock(&s->lock);
+    d = sched_dom_find(s, name);
+    if (d != NULL)
+        o = dom_json(d);
+    pthread_mutex_unlock(&s->lock);
+    return o;
+}
+
+struct json_object *
+sched_json_list(struct sched *s)
+{
+    struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+    struct sched_dom *d;
+
+    pthread_mutex_lock(&s->lock);
+    TAILQ_FOREACH(d, &s->doms, link)
+        json_object_array_add(arr, dom_json(d));
+    pthread_mutex_unlock(&s->lock);
+    json_object_object_add(o, "domains", arr);
+    return o;
+}
+
+/* CPU time of a dispatcher thread so far, in ns. */
+static uint64_t
+thread_cpu_ns(pthread_t t)
+{
+    struct timespec ts;
+    clockid_t cid;
+
+    if (pthread_getcpuclockid(t, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Percentile of the log2 latency histogram, as the bucket's upper bound. */
+static int64_t
+lat_percentile(const uint64_t *b, double pct)
+{
+    uint64_t total = 0, acc = 0;
+
+    for (int i = 0; i < SCHED_LAT_BUCKETS; i++)
+        total += b[i];
+    for (int i = 0; i < SCHED_LAT_BUCKETS && total > 0; i++) {
+        acc += b[i];
+        if ((double)acc >= pct / 100.0 * (double)total)
+            return (int64_t)(2ULL << i);
+    }
+    return 0;
+}
+
+static struct json_object *
+pool_json(struct sched_pool *sp)
+{
+    struct json_object *o = json_object_new_object(), *cpus = json_object_new_array();
+    uint64_t now = sched_now(), cpu_ns = 0, vcpus = 0;
+    double secs;
+
+    sched_pool_lock(sp);
+    secs = (double)(now - sp->st.created_ns) / 1e9;
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        json_object_array_add(cpus, json_object_new_int(sp->cpus[i].host));
+        if (sp->cpus[i].started)
+            cpu_ns += thread_cpu_ns(sp->cpus[i].thread);
+    }
+    if (sp->dstarted)
+        cpu_ns += thread_cpu_ns(sp->dthread);
+    for (struct pool_dom *pd = TAILQ_FIRST(&sp->pool.doms); pd; pd = TAILQ_NEXT(pd, link))
+        vcpus += pd->nr_vcpus;
+    json_object_object_add(o, "name", json_object_new_string(sp->pool.name));
+    json_object_object_add(o, "policy", json_object_new_string(pool_policy_name(&sp->pool)));
+    json_object_object_add(o, "pattern", json_object_new_string(
+                                             sp->pattern == SCHED_SHARED ? "shared" : "dedicated"));
+    json_object_object_add(o, "cpus", cpus);
+    json_object_object_add(o, "params", params_json(sp, NULL));
+    json_object_object_add(o, "domains", json_object_new_int((int)sp->pool.nr_doms));
+    json_object_object_add(o, "vcpus", json_object_new_int64((int64_t)vcpus));
+    json_object_object_add(o, "picks", json_object_new_int64((int64_t)sp->pool.stats.picks));
+    json_object_object_add(o, "switches", json_object_new_int64((int64_t)sp->pool.stats.switches));
+    json_object_object_add(o, "decisions_per_s",
+                           json_object_new_double(secs > 0 ? (double)sp->pool.stats.picks / secs : 0));
+    json_object_object_add(o, "syscalls", json_object_new_int64((int64_t)sp->st.syscalls));
+    json_object_object_add(o, "actuator_errors", json_object_new_int64((int64_t)sp->st.act_errors));
+    json_object_object_add(o, "wakes", json_object_new_int64((int64_t)sp->pool.stats.wakes));
+    json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)sp->pool.stats.sleeps));
+    json_object_object_add(o, "events", json_object_new_int64((int64_t)sp->st.events));
+    json_object_object_add(o, "violations", json_object_new_int64((int64_t)sp->pool.stats.violations));
+    json_object_object_add(o, "dispatcher_cpu_ns", json_object_new_int64((int64_t)cpu_ns));
+    json_object_object_add(o, "wake_to_mid_p50_ns", json_object_new_int64(lat_percentile(sp->st.lat, 50)));
+    json_object_object_add(o, "wake_to_mid_p99_ns", json_object_new_int64(lat_percentile(sp->st.lat, 99)));
+    if (sp->last_error[0] != '\0')
+        json_object_object_add(o, "last_error", json_object_new_string(sp->last_error));
+    sched_pool_unlock(sp);
+    return o;
+}
+
+struct json_object *
+sched_json_pools(struct sched *s)
+{
+    struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+    pthread_mutex_lock(&s->lock);
+    for (unsigned int i = 0; i < s->nr_pools; i++)
+        json_object_array_add(arr, pool_json(s->pools[i]));
+    pthread_mutex_unlock(&s->lock);
+    json_object_object_add(o, "pools", arr);
+    return o;
+}
+
+struct json_object *
+sched_json_stats(struct sched *s)
+{
+    struct json_object *o = sched_json_pools(s);
+    int64_t rt = 0;
+
+    json_object_object_add(o, "uptime_ns", json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
+    json_object_object_add(o, "events", json_object_new_string(events_backend(s->ev)));
+    if (rt_runtime_read(&rt) == 0)
+        json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));
+    json_object_object_add(o, "managed_threads", json_object_new_int(statefile_count(s->sf)));
+    return o;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sched_priv.h - internals shared by sched_core.c (control path), dispatch.c
+ * (dispatchers and events) and sched_json.c (reports).
+ *
+ * Locking. s->lock guards the structure (pools, domains) and is taken only
+ * by the control thread. Each pool's lock (priority-inheriting, since
+ * SCHED_FIFO dispatchers wait on it) guards its pool layer, its threads'
+ * event state and its actuation state. s->ev_lock lets one dispatcher at a
+ * time drain the event ring; it is never taken while holding a pool lock,
+ * and a thread record is freed only under it, after its events are
+ * unwatched.
+ */
+#ifndef VCPUSCHED_SCHED_PRIV_H
+#define VCPUSCHED_SCHED_PRIV_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/queue.h>
+
+#include "pool.h"
+#include "sched_core.h"
+
+#define SCHED_MAX_POOLS 16
+#define SCHED_LAT_BUCKETS 40 /* log2 ns buckets of wake-to-MID latency */
+
+struct sched_pool;
+
+struct sched_thread {
+    struct act_thread *act; /* lives in the state file */
+    int slot;               /* state file slot, also the events cookie */
+    struct sched_dom *dom;
+    struct pool_vcpu *pv;
+    /* Measured by events (pool lock). */
+    int on_cpu;             /* pool CPU it runs on now, -1 */
+    int mid_on;             /* pool CPU where it is actuated at MID, -1 */
+    bool detached;          /* being detached: ignore its events */
+    uint64_t acct_from;     /* run time before this is already accounted */
+    uint64_t run_since;
+    uint64_t seg_accounted; /* accounted so far in the current run */
+    uint64_t wake_ts;       /* kernel time of a wake not yet elevated, 0 */
+    uint64_t switches;      /* times it was switched in */
+    bool gone;
+};
+
+struct sched_dom {
+    char name[POOL_NAME_MAX];
+    char source[16];
+    pid_t pid;
+    struct sched_pool *sp;
+    struct pool_dom *pd;
+    unsigned int nr_threads;
+    struct sched_thread *threads;
+    TAILQ_ENTRY(sched_dom) link;
+};
+TAILQ_HEAD(sched_dom_list, sched_dom);
+
+struct sched_cpu {
+    struct sched_pool *sp;
+    unsigned int index; /* in the pool */
+    int host;
+    int kick_fd;        /* eventfd: wake this CPU's dispatcher */
+    int timer_fd;
+    pthread_t thread;
+    bool started;
+    struct sched_thread *mid;     /* at MID on this CPU (actuated) */
+    struct sched_thread *running; /* on the CPU now, per events */
+};
+
+struct sched_pool_stats {
+    uint64_t syscalls;
+    uint64_t act_errors;
+    uint64_t events;
+    uint64_t decisions;     /* dispatcher passes */
+    uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
+    uint64_t created_ns;
+};
+
+struct sched_pool {
+    struct sched *s;
+    pthread_mutex_t lock;
+    struct pool pool;
+    enum sched_pattern pattern;
+    unsigned int nr_cpus;
+    struct sched_cpu cpus[POLICY_MAX_CPUS];
+    pthread_t dthread; /* SCHED_DEDICATED */
+    bool dstarted;
+    atomic_bool stop;
+    uint64_t kicked;   /* CPUs kicked and not yet picked */
+    /* Dedicated pattern: the poller locks only when poked or due, and
+     * steps aside while the control path waits for the lock. */
+    atomic_bool poke;
+    _Atomic uint64_t next_due;
+    atomic_int ctl_waiting;
+    struct sched_pool_stats st;
+    char last_error[POLICY_ERRLEN];
+};
+
+struct sched {
+    struct sched_config cfg;
+    struct statefile *sf;
+    struct events *ev;
+    pthread_mutex_t lock;
+    pthread_mutex_t ev_lock;
+    struct sched_pool *pools[SCHED_MAX_POOLS];
+    unsigned int nr_pools;
+    struct sched_dom_list doms;
+    struct sched_thread *_Atomic threads[STATEFILE_SLOTS]; /* by slot */
+    atomic_bool gone_pending;
+    uint64_t start_ns;
+};
+
+/* dispatch.c */
+int dispatch_start(struct sched_pool *sp, char *err, size_t errlen);
+void dispatch_stop(struct sched_pool *sp);
+/* With the pool lock held: actuate new placement/parking and decisions. */
+void dispatch_apply(struct sched_pool *sp, uint64_t now);
+void dispatch_kick(struct sched_pool *sp, uint64_t cpus);
+/* Release a thread's actuation state (pool lock held). */
+void dispatch_forget(struct sched_pool *sp, struct sched_thread *th);
+
+/* Control-path locking of a pool (lets a busy-polling dispatcher yield). */
+void sched_pool_lock(struct sched_pool *sp);
+void sched_pool_unlock(struct sched_pool *sp);
+
+/* sched_core.c */
+uint64_t sched_now(void);
+struct sched_dom *sched_dom_find(struct sched *s, const char *name);
+
+#endif /* VCPUSCHED_SCHED_PRIV_H */
