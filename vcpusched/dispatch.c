@@ -149,7 +149,7 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
             pool_sleep(&sp->pool, th->pv, now);
         break;
     case EVENTS_EXIT:
-        account_stop(sp, th, 0);
+        account_stop(sp, th, r->ran_ns);
         th->gone = true;
         pool_sleep(&sp->pool, th->pv, now);
         atomic_store(&sp->s->gone_pending, true);
@@ -189,6 +189,11 @@ drain_one(void *arg, const struct events_rec *r)
     struct sched_pool *sp;
     unsigned int k;
 
+    if (r->type == EVENTS_LOST) {
+        /* Records were dropped: thread states may be stale until resync. */
+        atomic_store(&c->s->resync, true);
+        return;
+    }
     if (r->cookie >= STATEFILE_SLOTS)
         return;
     th = atomic_load(&c->s->threads[r->cookie]);
@@ -312,6 +317,15 @@ dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
     }
     th->on_cpu = -1;
     th->mid_on = -1;
+}
+
+void
+dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th)
+{
+    if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
+        sp->cpus[th->on_cpu].running = NULL;
+    th->on_cpu = -1;
+    th->seg_accounted = 0;
 }
 
 void

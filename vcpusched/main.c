@@ -215,6 +215,9 @@ housekeeping(struct daemon *d)
     int n;
 
     (void)!read(d->tick_fd, &ticks, sizeof(ticks));
+    n = sched_resync(d->ctx.sched);
+    if (n > 0)
+        log_warnx("events were lost: corrected the state of %d thread(s)", n);
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);

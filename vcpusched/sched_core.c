@@ -537,6 +537,46 @@ sched_reap(struct sched *s)
     return n;
 }
 
+/* Make the pool's view of one thread match the kernel's (pool lock held). */
+static int
+thread_resync(struct sched_pool *sp, struct sched_thread *th, uint64_t now)
+{
+    char state;
+
+    if (th->gone || th->act->frozen || act_read_stat(th->dom->pid, th->act->tid, &state, NULL) < 0)
+        return 0;
+    dispatch_forget_running(sp, th);
+    if (state == 'R' && !th->pv->runnable) {
+        pool_wake(&sp->pool, th->pv, now);
+        return 1;
+    }
+    if (state != 'R' && th->pv->runnable) {
+        pool_sleep(&sp->pool, th->pv, now);
+        return 1;
+    }
+    return 0;
+}
+
+int
+sched_resync(struct sched *s)
+{
+    struct sched_dom *d;
+    int n = 0;
+
+    if (!atomic_exchange(&s->resync, false))
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    s->resyncs++;
+    TAILQ_FOREACH(d, &s->doms, link) {
+        sched_pool_lock(d->sp);
+        for (unsigned int i = 0; i < d->nr_threads; i++)
+            n += thread_resync(d->sp, &d->threads[i], sched_now());
+        sched_pool_unlock(d->sp);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 void
 sched_destroy(struct sched *s)
 {

@@ -69,6 +69,11 @@ int sched_set(struct sched *s, const char *name, const struct policy_kv *kv, siz
               size_t errlen);
 /* Detach domains whose threads have all exited. Returns how many. */
 int sched_reap(struct sched *s);
+/*
+ * After lost events (a full ring), re-read every managed thread's state
+ * from /proc and correct the policies' view. Returns threads corrected.
+ */
+int sched_resync(struct sched *s);
 
 /* JSON views for the control protocol (docs/protocol.md). New objects. */
 struct json_object *sched_json_domain(struct sched *s, const char *name);
