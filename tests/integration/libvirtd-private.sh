@@ -42,9 +42,9 @@ live_pid() {
 
 # SIGTERM, wait up to $3 s, then SIGKILL; $2 is the program name to check.
 kill_pid() {
-    local pid=$1 prog=$2 secs=$3 i
+    local pid=$1 prog=$2 secs=$3
     kill -TERM "$pid" 2>/dev/null || return 0
-    for i in $(seq $((secs * 10))); do
+    for _ in $(seq $((secs * 10))); do
         case $(readlink "/proc/$pid/exe" 2>/dev/null) in */"$prog") sleep 0.1 ;; *) return 0 ;; esac
     done
     log "$prog pid $pid ignored SIGTERM, sending SIGKILL"
@@ -54,7 +54,7 @@ kill_pid() {
 # A fresh configuration: the host's *.conf files, but no domains, networks,
 # storage pools or hooks of the host's libvirt.
 make_config() {
-    rm -rf "$scratch/etc"
+    rm -rf "${scratch:?}/etc"
     mkdir -p "$scratch"/{etc,lib,cache,log,run}
     cp -a /etc/libvirt/. "$scratch/etc/"
     rm -rf "$scratch/etc/qemu" "$scratch/etc/storage" "$scratch/etc/hooks"
@@ -76,9 +76,8 @@ mount_ns() {
 }
 
 start_libvirtd() {
-    local i
     in_ns libvirtd -d -p "$scratch/run/libvirtd.pid" || die "libvirtd failed to start"
-    for i in $(seq 300); do
+    for _ in $(seq 300); do
         in_ns virsh -q -c "$uri" version >/dev/null 2>&1 && return 0
         sleep 0.1
     done
@@ -137,7 +136,7 @@ cmd_stop() {
     if [ "$keep" = --keep ]; then
         log "stopped; scratch kept at $scratch"
     else
-        rm -rf "$scratch"
+        rm -rf "${scratch:?}"
         log "stopped"
     fi
 }
@@ -161,6 +160,10 @@ cmd_status() {
     fi
 }
 
+case $scratch in
+/?*) ;;
+*) die "VS_LIBVIRT_SCRATCH must be an absolute path other than /, got '$scratch'" ;;
+esac
 [ $# -ge 1 ] || die "usage: libvirtd-private.sh start|stop [--keep]|status|restart|hup|virsh ARGS|exec CMD|scratch"
 [ "$(id -u)" -eq 0 ] || die "needs root (namespaces, libvirtd)"
 case $1 in

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: ISC
+# shellcheck shell=bash
 #
 # Sourced by the tests/integration/vm_*.sh tests: a scratch directory, guest
 # start helpers that keep every pidfile in it, and a cleanup trap that stops
@@ -97,8 +98,8 @@ start() {
 
 # wait_line FILE REGEX SECONDS: true once a line of FILE matches.
 wait_line() {
-    local f=$1 re=$2 secs=$3 i
-    for i in $(seq $((secs * 10))); do
+    local f=$1 re=$2 secs=$3
+    for _ in $(seq $((secs * 10))); do
         grep -Eq "$re" "$f" 2>/dev/null && return 0
         sleep 0.1
     done
@@ -124,8 +125,7 @@ gone() {
 
 # wait_gone PID SECONDS: true once the process is gone.
 wait_gone() {
-    local i
-    for i in $(seq $(($2 * 10))); do
+    for _ in $(seq $(($2 * 10))); do
         gone "$1" && return 0
         sleep 0.1
     done

@@ -73,7 +73,7 @@ lost=$(grep -Ec '^VS-LOST seq=[0-9]+$' "$T/ping.log" || true)
 check "pings flow over <interface type='udp'>: $rtts replies, $lost lost of $count" \
     test $((rtts + lost)) -eq $count -a "$rtts" -ge $((count * 95 / 100))
 gone_ok=0
-for i in $(seq 100); do
+for _ in $(seq 100); do
     "$lv" virsh -q list --name | grep -qx vs-it-ping || { gone_ok=1; break; }
     sleep 0.1
 done
