@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vcpusched.bpf.c - wake, switch and exit events of watched threads.
+ *
+ * Raw tracepoints (tp_btf/fentry are not available everywhere we run):
+ * every sched_wakeup, sched_switch and sched_process_exit on the host runs
+ * this, so an unwatched thread costs one hash lookup and nothing else. A
+ * watched one gets a record in the ring buffer, stamped with
+ * bpf_ktime_get_ns (CLOCK_MONOTONIC). GPL because the tracing helpers are.
+ *
+ * The map value keeps where each thread is (events_shared.h) so that the
+ * stream is a clean state machine: a wake of a thread that never left the
+ * runqueue (woken while still on its CPU, or while preempted) is dropped.
+ * The state is updated even when the ring is full, so losing records never
+ * corrupts what follows; losses are counted per CPU in .bss, which the
+ * loader reads through the mmapped map without a system call.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "events_shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader: the kernel passes prev_state as sched_switch's 4th
+ * argument (5.18+); otherwise the task's state field is read. */
+const volatile bool evb_state_arg = true;
+
+/* bpf_ringbuf_submit flags, written by user space: 0 (wake the epoll
+ * waiter when it has caught up) or BPF_RB_NO_WAKEUP (busy-polling). */
+volatile __u64 evb_submit_flags;
+
+struct evb_lost evb_lost[EVB_LOST_SLOTS];
+
+/* Watched threads that exited (the program removed them from the map). */
+__u64 evb_exits;
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096); /* EVENTS_MAX_THREADS */
+    __type(key, __s32);
+    __type(value, struct evb_watch);
+} evb_watched SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 4 << 20); /* the loader sets the real size */
+} evb_ring SEC(".maps");
+
+/* Before 5.14 the state field was `long state`. */
+struct task_struct___old {
+    long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64
+task_state(struct task_struct *t)
+{
+    if (bpf_core_field_exists(t->__state))
+        return BPF_CORE_READ(t, __state);
+    return BPF_CORE_READ((struct task_struct___old *)t, state);
+}
+
+/* The CPU a task is queued on: thread_info.cpu since 5.16, else wake_cpu. */
+static __always_inline __s32
+task_cpu(struct task_struct *t)
+{
+    if (bpf_core_field_exists(t->thread_info.cpu))
+        return BPF_CORE_READ(t, thread_info.cpu);
+    return BPF_CORE_READ(t, wake_cpu);
+}
+
+/* Time since the last switch-in; 0 if the clocks of two CPUs disagree. */
+static __always_inline __u64
+ran_since(const struct evb_watch *w, __u64 now)
+{
+    return now > w->in_ns ? now - w->in_ns : 0;
+}
+
+static __always_inline void
+emit(__u8 type, __s32 tid, const struct evb_watch *w, __u64 ts, __u64 ran, __s32 cpu, __u8 blocked)
+{
+    struct evb_rec *r = bpf_ringbuf_reserve(&evb_ring, sizeof(*r), 0);
+
+    if (r == NULL) {
+        __u32 slot = bpf_get_smp_processor_id() % EVB_LOST_SLOTS;
+
+        __sync_fetch_and_add(&evb_lost[slot].n, 1);
+        return;
+    }
+    r->ts_ns = ts;
+    r->ran_ns = ran;
+    r->cookie = w->cookie;
+    r->tid = tid;
+    r->cpu = cpu;
+    r->type = type;
+    r->blocked = blocked;
+    r->pad[0] = 0;
+    r->pad[1] = 0;
+    bpf_ringbuf_submit(r, evb_submit_flags);
+}
+
+static __always_inline int
+on_wake(struct task_struct *p)
+{
+    __s32 tid = BPF_CORE_READ(p, pid);
+    struct evb_watch *w = bpf_map_lookup_elem(&evb_watched, &tid);
+
+    if (w == NULL)
+        return 0;
+    if (w->state == EVB_RUNNING || w->state == EVB_RUNNABLE)
+        return 0; /* never left the runqueue */
+    w->state = EVB_RUNNABLE;
+    emit(EVB_WAKE, tid, w, bpf_ktime_get_ns(), 0, task_cpu(p), 0);
+    return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int
+BPF_PROG(evb_wakeup, struct task_struct *p)
+{
+    return on_wake(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int
+BPF_PROG(evb_wakeup_new, struct task_struct *p)
+{
+    return on_wake(p);
+}
+
+/*
+ * A switch stops prev and runs next. prev blocked if it was not preempted
+ * and its state was not TASK_RUNNING (0): the scheduler then took it off
+ * the runqueue (a pending signal resets the state to running first).
+ */
+SEC("raw_tp/sched_switch")
+int
+BPF_PROG(evb_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+    __s32 ptid = BPF_CORE_READ(prev, pid);
+    __s32 ntid = BPF_CORE_READ(next, pid);
+    __s32 cpu = bpf_get_smp_processor_id();
+    struct evb_watch *w;
+    __u64 now = 0;
+
+    w = ptid != 0 ? bpf_map_lookup_elem(&evb_watched, &ptid) : NULL;
+    if (w != NULL) {
+        __u64 state = evb_state_arg ? (__u32)ctx[3] : task_state(prev);
+        __u8 blocked = !preempt && state != 0;
+
+        now = bpf_ktime_get_ns();
+        w->state = blocked ? EVB_SLEEPING : EVB_RUNNABLE;
+        emit(EVB_STOP, ptid, w, now, ran_since(w, now), cpu, blocked);
+    }
+    w = ntid != 0 ? bpf_map_lookup_elem(&evb_watched, &ntid) : NULL;
+    if (w != NULL) {
+        if (now == 0)
+            now = bpf_ktime_get_ns();
+        w->state = EVB_RUNNING;
+        w->in_ns = now;
+        emit(EVB_RUN, ntid, w, now, 0, cpu, 0);
+    }
+    return 0;
+}
+
+/*
+ * The last record of a thread: it is unwatched here, so its final switch
+ * (and a cookie the consumer may reuse at once) never follows. Only the
+ * side whose delete succeeds (this or events_unwatch) counts the thread
+ * out, so the watched count stays exact.
+ */
+SEC("raw_tp/sched_process_exit")
+int
+BPF_PROG(evb_exit, struct task_struct *p)
+{
+    __s32 tid = BPF_CORE_READ(p, pid);
+    struct evb_watch *w = bpf_map_lookup_elem(&evb_watched, &tid);
+    struct evb_watch copy;
+    __u64 now;
+
+    if (w == NULL)
+        return 0;
+    now = bpf_ktime_get_ns();
+    copy = *w;
+    if (bpf_map_delete_elem(&evb_watched, &tid) != 0)
+        return 0;
+    __sync_fetch_and_add(&evb_exits, 1);
+    emit(EVB_EXIT, tid, &copy, now, ran_since(&copy, now), (__s32)bpf_get_smp_processor_id(), 0);
+    return 0;
+}
