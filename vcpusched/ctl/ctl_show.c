@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * ctl_show.c - render control results as tables (ctl_columns.c). Only the
+ * field names of docs/protocol.md are known here; everything is looked up
+ * by name, so unknown extra fields are ignored and missing ones print "-".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ctl_columns.h"
+#include "ctl_show.h"
+#include "policy.h"
+
+#define SHOW_FIELD_MAX 64 /* a formatted number, time or short name */
+
+static struct json_object *
+jget(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+
+    if (o == NULL || !json_object_object_get_ex(o, key, &v))
+        return NULL;
+    return v;
+}
+
+/* 123ns, 4.50us, 123.46ms, 5.00s: a duration a human can compare at a glance. */
+static const char *
+fmt_ns(char *buf, size_t len, int64_t ns)
+{
+    if (ns < 0)
+        snprintf(buf, len, "-");
+    else if (ns < 1000)
+        snprintf(buf, len, "%" PRId64 "ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, len, "%.2fus", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, len, "%.2fms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.2fs", (double)ns / 1e9);
+    return buf;
+}
+
+/* A scalar as text; objects and arrays as "-". */
+static const char *
+fmt_scalar(char *buf, size_t len, struct json_object *v)
+{
+    switch (v != NULL ? json_object_get_type(v) : json_type_null) {
+    case json_type_int:
+        snprintf(buf, len, "%" PRId64, json_object_get_int64(v));
+        break;
+    case json_type_double:
+        snprintf(buf, len, "%.1f", json_object_get_double(v));
+        break;
+    case json_type_boolean:
+        snprintf(buf, len, "%s", json_object_get_boolean(v) ? "yes" : "no");
+        break;
+    case json_type_string:
+        snprintf(buf, len, "%s", json_object_get_string(v));
+        break;
+    default:
+        snprintf(buf, len, "-");
+    }
+    return buf;
+}
+
+static void
+cell_field(struct ctl_columns *t, struct json_object *o, const char *key)
+{
+    char buf[SHOW_FIELD_MAX];
+
+    ctl_columns_cell(t, "%s", fmt_scalar(buf, sizeof(buf), jget(o, key)));
+}
+
+static void
+cell_ns(struct ctl_columns *t, struct json_object *o, const char *key)
+{
+    struct json_object *v = jget(o, key);
+    char buf[SHOW_FIELD_MAX];
+
+    if (v != NULL && json_object_is_type(v, json_type_int))
+        ctl_columns_cell(t, "%s", fmt_ns(buf, sizeof(buf), json_object_get_int64(v)));
+    else
+        ctl_columns_cell(t, "-");
+}
+
+/* [1,2,3,5] as the kernel writes CPU lists: "1-3,5". */
+static void
+cell_cpus(struct ctl_columns *t, struct json_object *arr)
+{
+    char buf[256] = "";
+    size_t n = arr != NULL && json_object_is_type(arr, json_type_array)
+                   ? json_object_array_length(arr)
+                   : 0;
+
+    for (size_t i = 0, o = 0; i < n && o < sizeof(buf) - 32; i++) {
+        int64_t lo = json_object_get_int64(json_object_array_get_idx(arr, i)), hi = lo;
+
+        while (i + 1 < n && json_object_get_int64(json_object_array_get_idx(arr, i + 1)) == hi + 1)
+            hi++, i++;
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+                              lo == hi ? "%s%" PRId64 : "%s%" PRId64 "-%" PRId64, o > 0 ? "," : "",
+                              lo, hi);
+    }
+    ctl_columns_cell(t, "%s", n > 0 ? buf : "-");
+}
+
+/* {"weight": "256", "credit": 12} as "weight=256 credit=12". */
+static void
+cell_kv(struct ctl_columns *t, struct json_object *obj)
+{
+    char *text = NULL, buf[SHOW_FIELD_MAX];
+    size_t len = 0; /* open_memstream's; the text ends at its NUL */
+    FILE *m = open_memstream(&text, &len);
+
+    if (m == NULL || obj == NULL || !json_object_is_type(obj, json_type_object)) {
+        if (m != NULL)
+            fclose(m);
+        free(text);
+        ctl_columns_cell(t, "-");
+        return;
+    }
+    json_object_object_foreach(obj, key, val)
+    {
+        const char *s = json_object_is_type(val, json_type_string)
+                            ? json_object_get_string(val)
+                            : fmt_scalar(buf, sizeof(buf), val);
+
+        fprintf(m, "%s%s=%s", ftell(m) > 0 ? " " : "", key, s);
+    }
+    fclose(m);
+    ctl_columns_cell(t, "%s", text != NULL && text[0] != '\0' ? text : "-");
+    free(text);
+}
+
+static struct json_object *
+jarray(struct json_object *o, const char *key)
+{
+    struct json_object *a = jget(o, key);
+
+    return a != NULL && json_object_is_type(a, json_type_array) ? a : NULL;
+}
+
+/* --- list --- */
+
+#define LIST_VCPU_HEAD "DOMAIN POOL POLICY >VCPU >TID >CPU STATE LEVEL >RUN >WAKES COUNTERS"
+#define LIST_DOM_HEAD  "DOMAIN SOURCE >PID >VCPUS PARAMS"
+
+static void
+list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
+{
+    struct json_object *vcpus = jarray(dom, "vcpus");
+    size_t n = vcpus != NULL ? json_object_array_length(vcpus) : 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *v = json_object_array_get_idx(vcpus, i);
+
+        ctl_columns_row(t);
+        cell_field(t, dom, "name");
+        cell_field(t, dom, "pool");
+        cell_field(t, dom, "policy");
+        cell_field(t, v, "index");
+        cell_field(t, v, "tid");
+        cell_field(t, v, "cpu");
+        cell_field(t, v, "state");
+        cell_field(t, v, "level");
+        cell_ns(t, v, "run_ns");
+        cell_field(t, v, "wakes");
+        cell_kv(t, jget(v, "policy"));
+    }
+}
+
+static void
+list_dom_row(struct ctl_columns *t, struct json_object *dom)
+{
+    struct json_object *vcpus = jarray(dom, "vcpus");
+
+    ctl_columns_row(t);
+    cell_field(t, dom, "name");
+    cell_field(t, dom, "source");
+    cell_field(t, dom, "pid");
+    ctl_columns_cell(t, "%zu", vcpus != NULL ? json_object_array_length(vcpus) : 0);
+    cell_kv(t, jget(dom, "params"));
+}
+
+/* One table of vCPUs, then one of domains (source, pid, parameters). */
+static int
+show_domains(FILE *f, struct json_object **doms, size_t n)
+{
+    struct ctl_columns vt, dt;
+    int r;
+
+    ctl_columns_init(&vt, LIST_VCPU_HEAD);
+    ctl_columns_init(&dt, LIST_DOM_HEAD);
+    for (size_t i = 0; i < n; i++) {
+        list_vcpu_rows(&vt, doms[i]);
+        list_dom_row(&dt, doms[i]);
+    }
+    r = ctl_columns_print(&vt, f, "");
+    if (n > 0) {
+        fputc('\n', f);
+        r |= ctl_columns_print(&dt, f, "");
+    }
+    ctl_columns_free(&vt);
+    ctl_columns_free(&dt);
+    return r < 0 ? -ENOMEM : 0;
+}
+
+int
+ctl_show_list(FILE *f, struct json_object *result)
+{
+    struct json_object *arr = jarray(result, "domains");
+    struct json_object **doms;
+    size_t n;
+    int r;
+
+    if (arr == NULL)
+        return -EPROTO;
+    n = json_object_array_length(arr);
+    doms = calloc(n + 1, sizeof(*doms));
+    if (doms == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        doms[i] = json_object_array_get_idx(arr, i);
+    r = show_domains(f, doms, n);
+    free(doms);
+    return r;
+}
+
+int
+ctl_show_domain(FILE *f, struct json_object *dom)
+{
+    if (dom == NULL || !json_object_is_type(dom, json_type_object) || jget(dom, "name") == NULL)
+        return -EPROTO;
+    return show_domains(f, &dom, 1);
+}
+
+/* --- stats and pool list --- */
+
+#define STATS_HEAD                                                                                 \
+    "POOL POLICY PATTERN CPUS >DOMAINS >VCPUS >DECISIONS/S >SYSCALLS >EVENTS >DISPATCHER_CPU "     \
+    ">VIOLATIONS"
+#define POOLS_HEAD "POOL POLICY PATTERN CPUS >DOMAINS >VCPUS PARAMS"
+
+/* The first columns, shared by stats and pool list. */
+static void
+pool_cells(struct ctl_columns *t, struct json_object *p)
+{
+    ctl_columns_row(t);
+    cell_field(t, p, "name");
+    cell_field(t, p, "policy");
+    cell_field(t, p, "pattern");
+    cell_cpus(t, jget(p, "cpus"));
+    cell_field(t, p, "domains");
+    cell_field(t, p, "vcpus");
+}
+
+/*
+ * Daemon-wide scalars on one line, in the daemon's order: `*_ns` fields
+ * as durations without the suffix ("uptime 5.00s"), others as they are.
+ */
+static void
+stats_header(FILE *f, struct json_object *result)
+{
+    char buf[SHOW_FIELD_MAX];
+    bool first = true;
+
+    json_object_object_foreach(result, key, val)
+    {
+        size_t kl = strlen(key);
+        json_type type = json_object_get_type(val);
+
+        if (type == json_type_array || type == json_type_object || type == json_type_null)
+            continue;
+        fputs(first ? "" : "  ", f);
+        first = false;
+        if (kl > 3 && strcmp(key + kl - 3, "_ns") == 0 && type == json_type_int)
+            fprintf(f, "%.*s %s", (int)(kl - 3), key,
+                    fmt_ns(buf, sizeof(buf), json_object_get_int64(val)));
+        else
+            fprintf(f, "%s %s", key, fmt_scalar(buf, sizeof(buf), val));
+    }
+    if (!first)
+        fputc('\n', f);
+}
+
+int
+ctl_show_stats(FILE *f, struct json_object *result)
+{
+    struct json_object *pools = jarray(result, "pools");
+    struct ctl_columns t;
+    size_t n = pools != NULL ? json_object_array_length(pools) : 0;
+    int r;
+
+    if (pools == NULL)
+        return -EPROTO;
+    stats_header(f, result);
+    fputc('\n', f);
+    ctl_columns_init(&t, STATS_HEAD);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *p = json_object_array_get_idx(pools, i);
+
+        pool_cells(&t, p);
+        cell_field(&t, p, "decisions_per_s");
+        cell_field(&t, p, "syscalls");
+        cell_field(&t, p, "events");
+        cell_ns(&t, p, "dispatcher_cpu_ns");
+        cell_field(&t, p, "violations");
+    }
+    r = ctl_columns_print(&t, f, "");
+    ctl_columns_free(&t);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *p = json_object_array_get_idx(pools, i), *e = jget(p, "last_error");
+
+        if (e != NULL && json_object_is_type(e, json_type_string))
+            fprintf(f, "pool %s: last error: %s\n", json_object_get_string(jget(p, "name")),
+                    json_object_get_string(e));
+    }
+    return r;
+}
+
+int
+ctl_show_pools(FILE *f, struct json_object *result)
+{
+    struct json_object *pools = jarray(result, "pools");
+    struct ctl_columns t;
+    int r;
+
+    if (pools == NULL)
+        return -EPROTO;
+    ctl_columns_init(&t, POOLS_HEAD);
+    for (size_t i = 0; i < json_object_array_length(pools); i++) {
+        struct json_object *p = json_object_array_get_idx(pools, i);
+
+        pool_cells(&t, p);
+        cell_kv(&t, jget(p, "params"));
+    }
+    r = ctl_columns_print(&t, f, "");
+    ctl_columns_free(&t);
+    return r;
+}
+
+/* --- help --- */
+
+static void
+schema_row(struct ctl_columns *t, const struct policy_param *p)
+{
+    ctl_columns_row(t);
+    ctl_columns_cell(t, "%s", p->name);
+    switch (p->type) {
+    case POLICY_PARAM_INT:
+        ctl_columns_cell(t, "int");
+        ctl_columns_cell(t, "%" PRId64 "..%" PRId64, p->min, p->max);
+        ctl_columns_cell(t, "%" PRId64, p->def);
+        break;
+    case POLICY_PARAM_BOOL:
+        ctl_columns_cell(t, "bool");
+        ctl_columns_cell(t, "on/off");
+        ctl_columns_cell(t, "%s", p->def ? "on" : "off");
+        break;
+    case POLICY_PARAM_STR:
+        ctl_columns_cell(t, "string");
+        ctl_columns_cell(t, "1..%" PRId64 " chars", p->max);
+        ctl_columns_cell(t, "-");
+        break;
+    }
+    ctl_columns_cell(t, "%s", p->help != NULL ? p->help : "");
+}
+
+static int
+show_schema(FILE *f, const char *what, const struct policy_param *schema)
+{
+    struct ctl_columns t;
+    int r;
+
+    if (schema == NULL || schema[0].name == NULL) {
+        fprintf(f, "  %s parameters: none\n", what);
+        return 0;
+    }
+    fprintf(f, "  %s parameters:\n", what);
+    ctl_columns_init(&t, "NAME TYPE RANGE DEFAULT DESCRIPTION");
+    for (size_t i = 0; schema[i].name != NULL; i++)
+        schema_row(&t, &schema[i]);
+    r = ctl_columns_print(&t, f, "    ");
+    ctl_columns_free(&t);
+    return r;
+}
+
+int
+ctl_show_policies(FILE *f, const char *name)
+{
+    const struct policy_ops *const *all = policy_all();
+    bool found = false;
+    int r = 0;
+
+    for (size_t i = 0; all[i] != NULL; i++) {
+        if (name != NULL && strcmp(all[i]->name, name) != 0)
+            continue;
+        fprintf(f, "%s%s: %s\n", found ? "\n" : "", all[i]->name,
+                all[i]->summary != NULL ? all[i]->summary : "");
+        r |= show_schema(f, "pool", all[i]->pool_params);
+        r |= show_schema(f, "domain", all[i]->dom_params);
+        found = true;
+    }
+    return !found ? -ENOENT : r;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * ctl_show.h - vcpuschedctl's tables for the results of docs/protocol.md
+ * (list, stats, pool list) and the built-in policies' parameter schemas.
+ * A field missing from a result shows as "-": an older or newer daemon
+ * still gets a readable table.
+ */
+#ifndef VCPUSCHED_CTL_SHOW_H
+#define VCPUSCHED_CTL_SHOW_H
+
+#include <stdio.h>
+
+struct json_object;
+
+/* `list`: {"domains": [...]}; -EPROTO if there is no domains array. */
+int ctl_show_list(FILE *f, struct json_object *result);
+/* `attach`, `set`: one domain object, shown as `list` shows it. */
+int ctl_show_domain(FILE *f, struct json_object *dom);
+/* `stats`: daemon-wide fields, then a row per pool. */
+int ctl_show_stats(FILE *f, struct json_object *result);
+/* `pool list`: {"pools": [...]}. */
+int ctl_show_pools(FILE *f, struct json_object *result);
+/* `help [POLICY]`: every policy (name NULL) or one; -ENOENT if unknown. */
+int ctl_show_policies(FILE *f, const char *name);
+
+#endif /* VCPUSCHED_CTL_SHOW_H */
