@@ -16,6 +16,7 @@
 
 /* The order is the order of `vcpuschedctl help`. */
 static const struct policy_ops *const policies[] = {
+    &credit_ops,
     &credit2_ops,
     &rr_ops,
     &table_ops,
