@@ -138,6 +138,7 @@ struct qmp_stats {
     uint64_t events_dropped; /* oldest events dropped because the queue was full */
     uint64_t replies_stray;  /* replies matching no command (late after a timeout) */
     uint64_t errors_stray;   /* id-less error replies with no command in flight */
+    uint64_t lines_invalid;  /* server lines dropped as not JSON or of no known shape */
 };
 
 /*
@@ -184,15 +185,21 @@ int qmp_execute(struct qmp_conn *c, const char *cmd, struct json_object *args,
 /*
  * Non-blocking pump for an event loop: read everything the socket holds
  * now, queue complete events, and return how many were queued (>= 0).
- * Never blocks. Errors as qmp_execute(): -ECONNRESET when QEMU went away
- * (after queueing whatever came before, e.g. SHUTDOWN), -EMSGSIZE, -EPROTO.
+ * Never blocks. Use it with a level-triggered poll/epoll on qmp_fd(); every
+ * call here (qmp_execute too) leaves no complete line unread behind, so a
+ * readable socket is the only sign of new events, but do drain
+ * qmp_next_event() after each call, as events arrive during commands.
+ * Errors: -ECONNRESET when QEMU went away (whatever came before it, e.g.
+ * SHUTDOWN, stays queued), -EMSGSIZE, and -EPROTO for a bad line (dropped
+ * and counted; the lines after it are still read).
  */
 int qmp_poll_events(struct qmp_conn *c, char *errbuf, size_t errlen);
 
 /*
  * Block until at least one event is queued, or `timeout_ms` elapses
  * (0: just check what is queued or readable now). Returns the number of
- * queued events (>= 1). Errors: -ETIMEDOUT, and those of qmp_poll_events().
+ * queued events (>= 1), even on a dead connection. Errors: -ETIMEDOUT,
+ * and those of qmp_poll_events().
  */
 int qmp_wait_event(struct qmp_conn *c, int timeout_ms, char *errbuf, size_t errlen);
 

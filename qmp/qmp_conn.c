@@ -188,7 +188,8 @@ conn_send(struct qmp_conn *c, const char *buf, size_t len, int64_t deadline, con
 static int
 conn_take_line(struct qmp_conn *c, const char **line, size_t *len, char *errbuf, size_t errlen)
 {
-    char *nl = memchr(c->rbuf + c->rscan, '\n', c->rlen - c->rscan);
+    /* rbuf is NULL until the first read: no memchr() on it then. */
+    char *nl = c->rlen > c->rscan ? memchr(c->rbuf + c->rscan, '\n', c->rlen - c->rscan) : NULL;
     char msg[QMP_ERRLEN];
     size_t content;
 
@@ -389,6 +390,38 @@ conn_route(struct qmp_conn *c, struct qmp_msg *msg, char *errbuf, size_t errlen)
 }
 
 /*
+ * Take in everything that is ready, without blocking: events are queued,
+ * stray replies counted. A line that does not parse is counted, dropped,
+ * and the pump goes on: no complete line may stay behind in the buffer,
+ * where the caller's poll() on the socket would never see it. Returns the
+ * first -EPROTO met, a sticky error, or 0.
+ */
+static int
+conn_pump(struct qmp_conn *c, char *errbuf, size_t errlen)
+{
+    char err[QMP_ERRLEN];
+    struct qmp_msg msg;
+    int r, first = 0;
+
+    for (;;) {
+        err[0] = '\0';
+        r = conn_read_msg(c, 0, &msg, err, sizeof(err));
+        if (r == 0)
+            r = conn_route(c, &msg, err, sizeof(err));
+        if (r == 0)
+            continue;
+        if (r == -ETIMEDOUT)
+            return first;
+        if (r != -EPROTO || first == 0)
+            qmp_errf(errbuf, errlen, "%s", err);
+        if (r != -EPROTO)
+            return r;
+        c->stats.lines_invalid++;
+        first = r;
+    }
+}
+
+/*
  * Wait for the reply to command `id`. QEMU answers in order but events
  * come in between (STOP arrives before stop's return), and replies to
  * commands that timed out earlier may still arrive: skip those by id. An
@@ -402,6 +435,8 @@ conn_await_reply(struct qmp_conn *c, struct json_object *id, const char *cmd, in
 
     for (;;) {
         r = conn_read_msg(c, deadline, reply, errbuf, errlen);
+        if (r == -EPROTO)
+            c->stats.lines_invalid++;
         if (r == -ETIMEDOUT)
             qmp_errf(errbuf, errlen, "qmp: %s: no reply within %d ms", cmd, c->timeout_ms);
         if (r < 0)
@@ -444,6 +479,9 @@ conn_execute(struct qmp_conn *c, const char *cmd, struct json_object *args,
     if (r == 0)
         r = conn_await_reply(c, id, cmd, deadline, &reply, errbuf, errlen);
     json_object_put(id);
+    /* Lines that came with the reply: queue them now (see conn_pump). */
+    if (c->dead == 0)
+        conn_pump(c, NULL, 0);
     if (r < 0)
         return r;
     if (reply.kind == QMP_MSG_ERROR) {
@@ -468,18 +506,12 @@ qmp_execute(struct qmp_conn *c, const char *cmd, struct json_object *args, struc
 int
 qmp_poll_events(struct qmp_conn *c, char *errbuf, size_t errlen)
 {
-    struct qmp_msg msg;
-    size_t before = c->evq_len;
+    uint64_t before = c->stats.events_queued;
     int r = conn_check_alive(c, errbuf, errlen);
 
-    while (r == 0) {
-        r = conn_read_msg(c, 0, &msg, errbuf, errlen);
-        if (r == 0)
-            r = conn_route(c, &msg, errbuf, errlen);
-    }
-    if (r != -ETIMEDOUT)
-        return r;
-    return c->evq_len > before ? (int)(c->evq_len - before) : 0;
+    if (r == 0)
+        r = conn_pump(c, errbuf, errlen);
+    return r < 0 ? r : (int)(c->stats.events_queued - before);
 }
 
 int
@@ -487,15 +519,21 @@ qmp_wait_event(struct qmp_conn *c, int timeout_ms, char *errbuf, size_t errlen)
 {
     int64_t deadline = deadline_after(timeout_ms < 0 ? 0 : timeout_ms);
     struct qmp_msg msg;
-    int r = conn_check_alive(c, errbuf, errlen);
+    int r = 0;
 
+    if (c->evq_len == 0)
+        r = conn_check_alive(c, errbuf, errlen);
     while (r == 0 && c->evq_len == 0) {
         r = conn_read_msg(c, deadline, &msg, errbuf, errlen);
         if (r == 0)
             r = conn_route(c, &msg, errbuf, errlen);
+        else if (r == -EPROTO)
+            c->stats.lines_invalid++;
     }
     if (r == -ETIMEDOUT)
         qmp_errf(errbuf, errlen, "qmp: no event within %d ms", timeout_ms);
+    if (c->dead == 0)
+        conn_pump(c, NULL, 0);
     return r < 0 ? r : (int)c->evq_len;
 }
 

@@ -61,10 +61,14 @@ msg_parse_json(const char *line, size_t len, struct json_object **out, char *err
     jerr = json_tokener_get_error(tok);
     used = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
-    if (obj == NULL || jerr != json_tokener_success) {
+    if (jerr != json_tokener_success) {
         json_object_put(obj);
         qmp_errf(errbuf, errlen, "qmp: server sent a line that is not JSON: %s",
                  jerr == json_tokener_continue ? "truncated" : json_tokener_error_desc(jerr));
+        return -EPROTO;
+    }
+    if (obj == NULL) { /* json-c's null */
+        qmp_errf(errbuf, errlen, "qmp: server sent null JSON, not an object");
         return -EPROTO;
     }
     if (!is_blank(line + used, len - used)) {
