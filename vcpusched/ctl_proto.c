@@ -902,13 +902,14 @@ ctl_response_parse(const char *line, size_t len, struct json_object **result, in
                    char *msg, size_t msglen)
 {
     struct json_object *o, *v, *ok, *res;
+    char buf[CTL_ERRLEN];
     int r;
 
     *result = NULL;
     *errnum = 0;
-    r = line_to_json(line, len, CTL_REPLY_MAX, &o, msg, msglen);
+    r = line_to_json(line, len, CTL_REPLY_MAX, &o, buf, sizeof(buf));
     if (r < 0)
-        return -EPROTO;
+        return fail(msg, msglen, -EPROTO, "response: %s", buf);
     r = -EPROTO;
     if (!json_object_object_get_ex(o, "v", &v) || !json_object_is_type(v, json_type_int) ||
         json_object_get_int64(v) != CTL_PROTO_VERSION)

@@ -215,16 +215,16 @@ attach_option(struct ctl_opts *o, int ch, char *arg)
 
     switch (ch) {
     case 'p':
-        if (set_target(req, CTL_TARGET_PID) < 0)
+        if (set_target(req, CTL_TARGET_PID) != 0)
             return EXIT_USAGE;
         return parse_pid(arg, &req->pid) < 0 ? bad("attach: --pid: '%s' is not a process id", arg)
                                              : 0;
     case 't':
-        return set_target(req, CTL_TARGET_TIDS) < 0 ? EXIT_USAGE : add_tids(req, arg);
+        return set_target(req, CTL_TARGET_TIDS) != 0 ? EXIT_USAGE : add_tids(req, arg);
     case 'q':
-        return set_target(req, CTL_TARGET_QMP) < 0 ? EXIT_USAGE : set_qmp(req, arg);
+        return set_target(req, CTL_TARGET_QMP) != 0 ? EXIT_USAGE : set_qmp(req, arg);
     case 'l':
-        if (set_target(req, CTL_TARGET_LIBVIRT) < 0)
+        if (set_target(req, CTL_TARGET_LIBVIRT) != 0)
             return EXIT_USAGE;
         return copy_word(req->libvirt, sizeof(req->libvirt), arg, "attach: --libvirt");
     case 'P':
