@@ -106,17 +106,42 @@ conn_check_alive(const struct qmp_conn *c, char *errbuf, size_t errlen)
 }
 
 /*
- * Connect without blocking past the deadline. A UNIX connect() completes
- * at once or fails with EAGAIN when the listener's backlog is full (it
- * never goes EINPROGRESS like TCP), so a full backlog is retried in small
- * steps; EINPROGRESS is still handled for completeness.
+ * connect() on a non-blocking UNIX socket; returns 0 or an errno value.
+ * It completes at once, or fails with EAGAIN while the listener's backlog
+ * is full (retried in small steps until the deadline); EINPROGRESS and
+ * EINTR (the connection then completes in the background) are waited for.
  */
+static int
+conn_connect_unix(int fd, const struct sockaddr_un *sa, int64_t deadline)
+{
+    socklen_t len = sizeof(int);
+    int err;
+
+    for (;;) {
+        if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+            return 0;
+        err = errno;
+        if (err == EAGAIN && ms_left(deadline) == 0)
+            return ETIMEDOUT;
+        if (err == EAGAIN) {
+            poll(NULL, 0, CONN_BACKLOG_RETRY_MS);
+            continue;
+        }
+        if (err != EINPROGRESS && err != EINTR)
+            return err;
+        if (conn_wait(fd, POLLOUT, deadline) < 0)
+            return ETIMEDOUT;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            return errno;
+        return err;
+    }
+}
+
 static int
 conn_open(struct qmp_conn *c, const char *path, int64_t deadline, char *errbuf, size_t errlen)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int err = 0;
-    socklen_t len = sizeof(err);
+    int err;
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
         qmp_errf(errbuf, errlen, "qmp: socket path too long: %s", path);
@@ -124,23 +149,7 @@ conn_open(struct qmp_conn *c, const char *path, int64_t deadline, char *errbuf, 
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (c->fd < 0)
-        err = errno;
-    while (err == 0 && connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        err = errno;
-        if (err == EINTR || (err == EAGAIN && ms_left(deadline) > 0)) {
-            if (err == EAGAIN)
-                poll(NULL, 0, CONN_BACKLOG_RETRY_MS);
-            err = 0;
-        } else if (err == EINPROGRESS) {
-            err = conn_wait(c->fd, POLLOUT, deadline) < 0 ? ETIMEDOUT : 0;
-            if (err == 0 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-                err = errno;
-            break;
-        } else if (err == EAGAIN) {
-            err = ETIMEDOUT;
-        }
-    }
+    err = c->fd < 0 ? errno : conn_connect_unix(c->fd, &sa, deadline);
     if (err != 0)
         qmp_errf(errbuf, errlen, "qmp: connect %s: %s", path, strerror(err));
     return -err;
@@ -154,6 +163,7 @@ conn_send(struct qmp_conn *c, const char *buf, size_t len, int64_t deadline, con
     char msg[QMP_ERRLEN];
     size_t off = 0;
     ssize_t n;
+    int err;
 
     while (off < len) {
         n = send(c->fd, buf + off, len - off, MSG_NOSIGNAL);
@@ -172,9 +182,9 @@ conn_send(struct qmp_conn *c, const char *buf, size_t len, int64_t deadline, con
             }
             return conn_fail(c, -ETIMEDOUT, errbuf, errlen, msg);
         }
-        n = n < 0 ? errno : EPIPE;
-        qmp_errf(msg, sizeof(msg), "qmp: %s: send: %s", what, strerror((int)n));
-        return conn_fail(c, -(int)n, errbuf, errlen, msg);
+        err = n < 0 ? errno : EPIPE;
+        qmp_errf(msg, sizeof(msg), "qmp: %s: send: %s", what, strerror(err));
+        return conn_fail(c, -err, errbuf, errlen, msg);
     }
     return 0;
 }
