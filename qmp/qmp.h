@@ -174,10 +174,11 @@ void qmp_get_stats(const struct qmp_conn *c, struct qmp_stats *st);
  * timed-out commands are discarded. On success, if `ret` is not NULL,
  * *ret is a new reference to the return value (caller json_object_put()s).
  * Errors: -EREMOTEIO (QEMU's error, also an id-less parse error, with class
- * and desc in errbuf), -ETIMEDOUT (the connection stays usable), -EPROTO
- * (a non-JSON or odd line; stays usable), -ECONNRESET, -EPIPE, -EMSGSIZE
- * (these three are sticky: every later call returns the same code),
- * -EINVAL, -ENOMEM.
+ * and desc in errbuf), -ETIMEDOUT (the connection stays usable; the late
+ * reply will be skipped), -EPROTO (a non-JSON or odd line; stays usable),
+ * -ECONNRESET, -EPIPE, -EMSGSIZE and -ETIMEDOUT in the middle of sending a
+ * command (these are sticky: the stream is unusable and every later call
+ * returns the same code and message at once), -EINVAL, -ENOMEM.
  */
 int qmp_execute(struct qmp_conn *c, const char *cmd, struct json_object *args,
                 struct json_object **ret, char *errbuf, size_t errlen);
