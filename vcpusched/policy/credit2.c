@@ -223,7 +223,11 @@ credit2_vcpu_remove(struct policy *pol, struct policy_vcpu *v, uint64_t now)
         credit2_runq_remove(svc);
         credit2_load_update(svc->rqd, svc, -1, now);
     } else if (svc->on_cpu >= 0) {
-        prv->cpu[svc->on_cpu].cur = NULL;
+        struct credit2_pcpu *pc = &prv->cpu[svc->on_cpu];
+
+        /* Its CPU idles until the core re-picks it. */
+        pc->cur = NULL;
+        credit2_runq_set_busy(pc->rqd, pc, (unsigned int)svc->on_cpu, false);
         svc->on_cpu = -1;
         credit2_load_update(svc->rqd, svc, -1, now);
         if (credit2_has_cap(svc) && svc->budget > 0)
@@ -273,7 +277,8 @@ credit2_yield(struct policy *pol, struct policy_vcpu *v, uint64_t now)
 /*
  * Burn measured run time (t2c_update): time x max_weight / weight
  * credits, keeping the remainder, floored at CREDIT_MIN; a capped vCPU
- * also spends the same wall time of budget.
+ * also spends the same wall time of budget. Unlike in Xen, a queued vCPU
+ * can be charged (it ran while not elected), so it is re-queued by credit.
  */
 static void
 credit2_charge(struct policy *pol, struct policy_vcpu *v, uint64_t ran_ns, uint64_t now)
@@ -290,6 +295,11 @@ credit2_charge(struct policy *pol, struct policy_vcpu *v, uint64_t ran_ns, uint6
     svc->credit = credit < CREDIT2_CREDIT_MIN ? CREDIT2_CREDIT_MIN : credit;
     if (credit2_has_cap(svc))
         svc->budget -= (int64_t)ran_ns;
+    /* It ran while queued (the kernel ran it for an idle CPU): re-sort. */
+    if (svc->on_runq) {
+        credit2_runq_remove(svc);
+        credit2_runq_insert(svc);
+    }
 }
 
 /* Credit to time for svc: c2t. */
