@@ -194,7 +194,9 @@ credit_idle_count(uint64_t idlers, uint64_t group)
  * Prefer the vCPU's own CPU, else an idle one, and among idle CPUs the one
  * whose core (same socket) or socket (factor 2 across sockets) has more
  * idle siblings. The own CPU counts as idle when the vCPU is its only
- * runnable vCPU. `commit` records the rotation bias (csched_res_pick).
+ * runnable vCPU (it is elected there and nothing is queued; Xen only
+ * looks at the queue, so it also counts a busy CPU as idle for a vCPU
+ * being inserted there). `commit` records the rotation bias.
  */
 unsigned int
 credit_cpu_pick(struct policy *pol, const struct credit_vcpu *cv, bool commit)
@@ -205,7 +207,7 @@ credit_cpu_pick(struct policy *pol, const struct credit_vcpu *cv, bool commit)
     int spc = -1;
 
     cpu = ((cpus >> home) & 1) ? home : credit_mask_cycle(cpus, home);
-    if (cpu == home && TAILQ_EMPTY(&p->cpu[cpu].runq))
+    if (cpu == home && cv->elected && TAILQ_EMPTY(&p->cpu[cpu].runq))
         idlers |= 1ULL << cpu;
     cpus &= idlers;
     if (!((cpus >> cpu) & 1) && cpus != 0)
