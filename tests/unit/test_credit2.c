@@ -302,6 +302,75 @@ START_TEST(test_credit2_reset_waits_for_head)
 }
 END_TEST
 
+/* The runqueue is sorted by credit, FIFO among equal credits. */
+START_TEST(test_credit2_runq_fifo)
+{
+    static const int perms[][3] = {{0, 1, 2}, {2, 0, 1}};
+    const int *perm = perms[_i];
+    struct sim_vcpu *w[3];
+    int first[3];
+    size_t k = 0;
+    struct sim s;
+
+    sim_start(&s, "credit2", 1, NULL);
+    s.record = true;
+    sim_add_ok(&s, "H", 1, sim_busy(), NULL);
+    w[0] = v0(sim_add_ok(&s, "A", 1, sim_manual(), NULL));
+    w[1] = v0(sim_add_ok(&s, "B", 1, sim_manual(), NULL));
+    w[2] = v0(sim_add_ok(&s, "C", 1, sim_manual(), NULL));
+    sim_run(&s, US(500)); /* H is not preemptable yet: they all queue */
+    for (int i = 0; i < 3; i++)
+        sim_set_demand(&s, w[perm[i]], sim_busy());
+    sim_run(&s, MS(20));
+    /* After H's 10 ms slice they first run in wake order. */
+    for (size_t i = 0; i < s.nr_seg && k < 3; i++) {
+        bool seen = false;
+
+        for (size_t j = 0; j < k; j++)
+            seen |= first[j] == s.timeline[i].vcpu;
+        if (s.timeline[i].vcpu > 0 && !seen)
+            first[k++] = s.timeline[i].vcpu;
+    }
+    ck_assert_uint_eq(k, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(first[i], perm[i] + 1); /* vcpus[]: H=0, A=1, B=2, C=3 */
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
+ * Load averages (update_svc_load): P = 18, window 2^30 ns, samples in
+ * 2^10 ns. A new vCPU is 50 %; runnable for half a window it is 75 %;
+ * asleep half a window more, 37.5 %; after a whole window asleep, 0.
+ */
+START_TEST(test_credit2_load_decay)
+{
+    const uint64_t half = 1ULL << 29;
+    struct sim_vcpu *x, *y;
+    struct sim s;
+
+    sim_start(&s, "credit2", 1, NULL);
+    x = v0(sim_add_ok(&s, "X", 1, sim_manual(), NULL));
+    y = v0(sim_add_ok(&s, "Y", 1, sim_manual(), NULL));
+    ck_assert_int_eq(vstat(&s, x, "load_pct"), 50);
+    sim_wake(&s, x);
+    sim_run(&s, half);
+    flush(&s);
+    ck_assert_int_eq(vstat(&s, x, "load_pct"), 75);
+    sim_sleep(&s, x);
+    sim_run(&s, half);
+    sim_wake(&s, y); /* any event: the policy learns the time */
+    ck_assert_int_eq(vstat(&s, x, "load_pct"), 37);
+    sim_sleep(&s, y);
+    sim_run(&s, 2 * half + 1024);
+    sim_wake(&s, y);
+    ck_assert_int_eq(vstat(&s, x, "load_pct"), 0);
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
 /* --- 13: weights ---------------------------------------------------------- */
 
 /* 256:512 gives 1/3 : 2/3, about 5 ms and 10 ms of CPU per epoch. */
@@ -771,6 +840,8 @@ credit2_suite(void)
     tcase_add_test(tc, test_credit2_reset_from_floor);
     tcase_add_test(tc, test_credit2_reset_when_all_nonpositive);
     tcase_add_test(tc, test_credit2_reset_waits_for_head);
+    tcase_add_loop_test(tc, test_credit2_runq_fifo, 0, 2);
+    tcase_add_test(tc, test_credit2_load_decay);
     tcase_add_test(tc, test_credit2_weights_256_512);
     tcase_add_test(tc, test_credit2_weight_per_vcpu);
     tcase_add_test(tc, test_credit2_two_hogs_switch_1ms);

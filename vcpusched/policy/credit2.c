@@ -256,6 +256,7 @@ credit2_sleep(struct policy *pol, struct policy_vcpu *v, uint64_t now)
 {
     struct credit2_vcpu *svc = credit2_vcpu(v);
 
+    credit2_priv(pol)->last_now = now;
     if (svc->on_cpu >= 0) {
         credit2_runq_tickle_cpu(pol, svc->rqd, (unsigned int)svc->on_cpu);
     } else if (svc->on_runq) {
@@ -508,9 +509,11 @@ pick_choose(struct policy *pol, struct credit2_runq *rqd, struct credit2_vcpu **
         elect(pol, rqd, snext, cpu, now);
         if (!snext->migrate_request)
             return snext;
-        /* The balance of that reset pushed the vCPU about to run: send it. */
-        snext->on_cpu = -1;
-        send_away(pol, snext, now);
+        /*
+         * The balance of that reset pushed the vCPU about to run: it is
+         * switched out at once (budget back, sent to its new runqueue).
+         */
+        context_saved(pol, snext, now);
         if (snext == *scurr) {
             credit2_priv(pol)->cpu[cpu].cur = NULL;
             *scurr = NULL;
