@@ -31,6 +31,7 @@ struct simtool {
     /* Set-up, fixed once the simulator starts. */
     char policy[64];
     char pool_params[SIMTOOL_MAX_LINE];
+    unsigned int policy_line; /* where pool parameters were given */
     unsigned int nr_cpus, smt, sockets;
     uint64_t pick_delay_ns;
     bool started;
@@ -92,6 +93,8 @@ simtool_start(struct simtool *t, char *err)
                                       .node = (int)(c / per_socket)};
     if (sim_init(&t->sim, t->policy, t->nr_cpus, cpus, t->pool_params[0] ? t->pool_params : NULL,
                  perr) < 0) {
+        if (t->policy_line != 0)
+            t->line = t->policy_line; /* report the line that set them */
         snprintf(err, SIMTOOL_ERRLEN, "policy %s: %s", t->policy, perr);
         return -EINVAL;
     }
@@ -130,6 +133,7 @@ cmd_policy(struct simtool *t, struct simtool_words *ws, char *err)
         return -EINVAL;
     }
     snprintf(t->policy, sizeof(t->policy), "%s", ws->w[1]);
+    t->policy_line = t->line;
     return simtool_join_kv(ws, 2, NULL, t->pool_params, sizeof(t->pool_params), err);
 }
 
@@ -539,6 +543,16 @@ simtool_value(const char *metric, const char *s, double *out, char *err)
     return 0;
 }
 
+/* A metric value as text: durations in us, shares as fractions. */
+static void
+simtool_format(const char *metric, double val, char *buf, size_t len)
+{
+    if (strncmp(metric, "lat_", 4) == 0 || strncmp(metric, "run_", 4) == 0)
+        snprintf(buf, len, "%.1fus", val / 1e3);
+    else
+        snprintf(buf, len, "%.6g", val);
+}
+
 static bool
 simtool_compare(double got, const char *op, double want, double tol, bool *known)
 {
@@ -567,6 +581,7 @@ cmd_expect(struct simtool *t, struct simtool_words *ws, char *err)
     size_t k = global ? 2 : 3;
     struct sim_vcpu *v = NULL;
     double got, want, tol = 0;
+    char sgot[32], swant[32], stol[32];
     size_t n;
 
     if (ws->n < k + 2 || (strcmp(ws->w[k], "~") == 0 && ws->n < k + 3)) {
@@ -586,14 +601,17 @@ cmd_expect(struct simtool *t, struct simtool_words *ws, char *err)
         snprintf(err, SIMTOOL_ERRLEN, "unknown operator '%.8s' (<, <=, >, >=, ==, ~)", ws->w[k]);
         return -EINVAL;
     }
+    simtool_format(ws->w[1], got, sgot, sizeof(sgot));
+    simtool_format(ws->w[1], want, swant, sizeof(swant));
+    simtool_format(ws->w[1], tol, stol, sizeof(stol));
     if (!ok) {
         t->failures++;
-        fprintf(stderr, "%s:%u: expect failed: %s %s is %.6g, wanted %s %.6g", t->file, t->line,
-                ws->w[1], global ? "" : ws->w[2], got, ws->w[k], want);
-        fprintf(stderr, tol != 0 ? " +- %.6g\n" : "\n", tol);
+        fprintf(stderr, "%s:%u: expect failed: %s %s is %s, wanted %s %s%s%s\n", t->file, t->line,
+                ws->w[1], global ? "" : ws->w[2], sgot, ws->w[k], swant, tol != 0 ? " +- " : "",
+                tol != 0 ? stol : "");
     }
-    if (!t->quiet)
-        printf("expect %s %s = %.6g: %s\n", ws->w[1], global ? "" : ws->w[2], got,
+    if (!t->quiet || !ok)
+        printf("expect %s %s = %s: %s\n", ws->w[1], global ? "" : ws->w[2], sgot,
                ok ? "ok" : "FAILED");
     return 0;
 }

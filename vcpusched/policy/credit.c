@@ -138,16 +138,17 @@ credit_mask_cycle(uint64_t mask, unsigned int n)
 /*
  * Xen's __runq_insert: behind every entry of the same or higher priority.
  * A yielding vCPU goes one further, behind the first lower-priority entry
- * (the idle vCPU, Xen's last entry, is not queued here: none, none).
+ * if there is one. (Xen's queue ends with the idle vCPU, which a yield
+ * never passes; it is not a queue entry here.)
  */
 void
 credit_runq_insert(struct credit_pcpu *pc, struct credit_vcpu *cv)
 {
     struct credit_vcpu *it;
 
-    TAILQ_FOREACH(it, &pc->runq, runq_link)
-    if (cv->pri > it->pri)
-        break;
+    for (it = TAILQ_FIRST(&pc->runq); it != NULL; it = TAILQ_NEXT(it, runq_link))
+        if (cv->pri > it->pri)
+            break;
     if ((cv->flags & CREDIT_F_YIELD) && it != NULL)
         it = TAILQ_NEXT(it, runq_link);
     if (it != NULL)
@@ -183,7 +184,7 @@ credit_vcpu_can_run(const struct credit_vcpu *cv)
 
 /* --- CPU choice (_csched_cpu_pick) ----------------------------------- */
 
-/* Idlers among the CPUs sharing what `group` says with c. */
+/* How many CPUs of `group` (a core or a socket) are idle. */
 static unsigned int
 credit_idle_count(uint64_t idlers, uint64_t group)
 {
@@ -346,8 +347,7 @@ credit_runq_steal(struct policy *pol, unsigned int peer, unsigned int cpu, int p
 
     if (ppc->cur == NULL) /* an idle peer is about to run its own queue */
         return NULL;
-    TAILQ_FOREACH(sv, &ppc->runq, runq_link)
-    {
+    for (sv = TAILQ_FIRST(&ppc->runq); sv != NULL; sv = TAILQ_NEXT(sv, runq_link)) {
         if (sv->pri <= pri)
             break;
         if ((sv->flags & CREDIT_F_YIELD) || !policy_vcpu_allowed(sv->v, cpu))
@@ -485,6 +485,7 @@ credit_pick_commit(struct policy *pol, unsigned int cpu, struct credit_vcpu *sne
     pc->cur = snext;
     if (snext != NULL) {
         snext->elected = true;
+        snext->flags &= ~CREDIT_F_KICKED; /* a request to a former cur is void */
         snext->picks++;
         policy_vcpu_move(pol, snext->v, cpu);
     }
@@ -607,7 +608,7 @@ credit_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
     cv->pri = CREDIT_PRI_UNDER;
     credit_clock_start(pol, now);
     if (v->index > 0 && v->dom->vcpus[v->index - 1] != NULL)
-        v->cpu = credit_mask_cycle(allowed, v->dom->vcpus[v->index - 1]->cpu);
+        policy_vcpu_move(pol, v, credit_mask_cycle(allowed, v->dom->vcpus[v->index - 1]->cpu));
     cv->flags |= CREDIT_F_MIGRATING;
     policy_vcpu_move(pol, v, credit_cpu_pick(pol, cv, true));
 }
