@@ -314,6 +314,8 @@ dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64
     for (unsigned int i = 0; i < d->nr_threads; i++) {
         struct sched_thread *th = &d->threads[i];
 
+        th->dom = d;
+        th->on_cpu = th->mid_on = -1;
         th->slot = statefile_alloc(s->sf);
         if (th->slot < 0) {
             snprintf(err, errlen, "too many managed threads (%d)", STATEFILE_SLOTS);

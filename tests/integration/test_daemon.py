@@ -69,7 +69,7 @@ class DaemonTest(unittest.TestCase):
         self.assert_share(split[c.tid], 0.25, "C")
 
     def test_waking_thread_is_elevated_by_events(self):
-        d = self.daemon("--pool-param", "slice_us=100000", policy="rr")
+        d = self.daemon("--pool-param", "slice_us=1000", policy="rr")
         hog, = self.busy(1)
         sleeper, = self.busy(1, kind="sleeper", period_ms=5)
         d.ctl("attach", "hog", "--pid", str(hog.pid))
@@ -83,6 +83,8 @@ class DaemonTest(unittest.TestCase):
         self.assertGreater(io["wakes"], 100)
         self.assertGreater(pool["wakes"], 100)
         self.assertGreater(pool["events"], 200)
+        # Each wake was turned into an elevation: the latency histogram has them.
+        self.assertGreater(pool["wake_to_mid_p99_ns"], 0)
 
     # --- never strand a thread -----------------------------------------------
 
@@ -138,7 +140,7 @@ class DaemonTest(unittest.TestCase):
         d.ctl("attach", "h", "--pid", str(hog.pid))
         before = d.json("list")
         bad = [
-            ("attach", "x", "--pid", "999999999"),
+            ("attach", "x", "--pid", "4194000"),
             ("attach", "h", "--pid", str(hog.pid)),          # name taken
             ("attach", "bad name", "--pid", str(hog.pid)),
             ("attach", "y", "--tid", "999999999"),
@@ -152,7 +154,8 @@ class DaemonTest(unittest.TestCase):
         ]
         for args in bad:
             r = d.ctl(*args, check=False)
-            self.assertEqual(r.returncode, 1, f"{args}: {r.stdout} {r.stderr}")
+            # 1: refused by the daemon; 2: refused by vcpuschedctl before sending.
+            self.assertIn(r.returncode, (1, 2), f"{args}: {r.stdout} {r.stderr}")
             self.assertTrue(r.stderr.strip(), f"{args}: no message")
         after = d.json("list")
         self.assertEqual([x["name"] for x in before["domains"]],
