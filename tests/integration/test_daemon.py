@@ -86,6 +86,40 @@ class DaemonTest(unittest.TestCase):
         # Each wake was turned into an elevation: the latency histogram has them.
         self.assertGreater(pool["wake_to_mid_p99_ns"], 0)
 
+    def test_qemu_attached_by_qmp(self):
+        d = self.daemon(policy="rr")
+        tmp = d.dir
+        pidfile, qmp = os.path.join(tmp, "g.pid"), os.path.join(tmp, "g.qmp")
+        subprocess.run([os.path.join(vstest.SRC, "vm-images", "run-guest"), "--name", "g",
+                        "--role", "hog", "--smp", "2", "--serial", os.path.join(tmp, "g.log"),
+                        "--pidfile", pidfile, "--qmp", qmp, "--cpu-affinity", "0"],
+                       check=True, capture_output=True)
+        try:
+            pid = int(open(pidfile).read())
+            comm = {t: open(f"/proc/{pid}/task/{t}/comm").read().strip()
+                    for t in vstest.threads_of(pid)}
+            vcpus = sorted(t for t, c in comm.items() if c.startswith("CPU "))
+            others = [t for t in comm if t not in vcpus]
+            self.assertEqual(len(vcpus), 2)
+            d.ctl("attach", "g", "--qmp", qmp)
+            time.sleep(0.5)
+            dom = d.json("list")["domains"][0]
+            self.assertEqual(sorted(v["tid"] for v in dom["vcpus"]), vcpus)
+            for t in vcpus:
+                self.assertTrue(vstest.is_fifo(t), comm[t])
+                self.assertIn(vstest.rt_priority(t), (10, 11))  # LOW or MID
+                self.assertEqual(os.sched_getaffinity(t), {MANAGED_CPU})
+            for t in others:  # emulator and I/O threads: untouched
+                self.assertEqual(vstest.policy(t), os.SCHED_OTHER, comm[t])
+                self.assertEqual(os.sched_getaffinity(t), {0}, comm[t])
+            d.ctl("detach", "g")
+            for t in vcpus:
+                self.assertEqual(vstest.policy(t), os.SCHED_OTHER)
+                self.assertEqual(os.sched_getaffinity(t), {0})
+        finally:
+            subprocess.run([os.path.join(vstest.SRC, "vm-images", "stop-guest"), pidfile],
+                           capture_output=True)
+
     # --- never strand a thread -----------------------------------------------
 
     def test_sigterm_restores_everything(self):
