@@ -94,6 +94,17 @@ start(gid_t group, uint64_t timeout_ns)
         }                                                                                          \
     } while (0)
 
+static struct control_peer
+last_peer(void)
+{
+    struct control_peer p;
+
+    pthread_mutex_lock(&rec.lock);
+    p = rec.peer;
+    pthread_mutex_unlock(&rec.lock);
+    return p;
+}
+
 static unsigned int
 calls(void)
 {
@@ -119,9 +130,9 @@ START_TEST(test_version_and_peer)
     ck_assert_str_eq(json_object_get_string(json_object_object_get(res, "version")), "test");
     json_object_put(res);
     ck_assert_uint_eq(calls(), 1);
-    ck_assert_int_eq(rec.peer.pid, getpid());
-    ck_assert_int_eq(rec.peer.uid, 0);
-    ck_assert(rec.peer.privileged);
+    ck_assert_int_eq(last_peer().pid, getpid());
+    ck_assert_int_eq(last_peer().uid, 0);
+    ck_assert(last_peer().privileged);
     tconn_close(c);
     tserver_stop(&srv);
 }
@@ -606,8 +617,8 @@ START_TEST(test_unprivileged_peer)
     ck_assert_int_eq(
         run_peer(NOBODY, NOBODY, NULL, 0, all_lines, unprivileged_expect, NELEM(all_lines)), 0);
     ck_assert_uint_eq(calls(), 4); /* version, list, stats, pool list */
-    ck_assert_uint_eq(rec.peer.uid, NOBODY);
-    ck_assert(!rec.peer.privileged);
+    ck_assert_uint_eq(last_peer().uid, NOBODY);
+    ck_assert(!last_peer().privileged);
     wait_stats(st, st.denied >= 6);
     ck_assert_uint_eq(st.denied, 6);
     tserver_stop(&srv);
@@ -623,11 +634,11 @@ START_TEST(test_group_member_peer)
     ck_assert_int_eq(
         run_peer(NOBODY, NOBODY, supp, NELEM(supp), all_lines, privileged_expect, NELEM(all_lines)),
         0);
-    ck_assert(rec.peer.privileged);
+    ck_assert(last_peer().privileged);
     ck_assert_int_eq(
         run_peer(NOBODY, TEST_GROUP, NULL, 0, all_lines, privileged_expect, NELEM(all_lines)), 0);
-    ck_assert_uint_eq(rec.peer.gid, TEST_GROUP);
-    ck_assert(rec.peer.privileged);
+    ck_assert_uint_eq(last_peer().gid, TEST_GROUP);
+    ck_assert(last_peer().privileged);
     tserver_stop(&srv);
 }
 END_TEST
