@@ -535,6 +535,96 @@ START_TEST(test_credit_policy_switch)
 }
 END_TEST
 
+/* xorshift64: a deterministic stream for the event storm below. */
+static uint64_t
+storm_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* One random event: wake, sleep, yield, or a parameter change. */
+static void
+storm_event(struct sim *s, struct pool_dom **d, unsigned int nd, uint64_t *rng)
+{
+    static const char *const pool_sets[] = {
+        "ratelimit_us=0",
+        "ratelimit_us=1000",
+        "tslice_ms=10",
+        "tslice_ms=30",
+        "boost=off",
+        "boost=on",
+        "balance_ratelimit_us=0",
+        "balance_ratelimit_us=1000",
+    };
+    struct pool_dom *dom = d[storm_next(rng) % nd];
+    struct sim_vcpu *v = sim_vcpu(dom, (unsigned int)(storm_next(rng) % dom->nr_vcpus));
+    char err[POLICY_ERRLEN], buf[48];
+
+    switch (storm_next(rng) % 8) {
+    case 0:
+    case 1:
+    case 2:
+        sim_wake(s, v);
+        break;
+    case 3:
+    case 4:
+        sim_sleep(s, v);
+        break;
+    case 5:
+        sim_yield(s, v);
+        break;
+    case 6:
+        snprintf(buf, sizeof(buf), "weight=%u cap=%u", (unsigned int)(1 + storm_next(rng) % 1000),
+                 (unsigned int)(storm_next(rng) % 3 == 0 ? 10 + storm_next(rng) % 90 : 0));
+        ck_assert_int_eq(sim_set(s, dom, buf, err), 0);
+        break;
+    default:
+        ck_assert_int_eq(sim_set(s, NULL, pool_sets[storm_next(rng) % 8], err), 0);
+        break;
+    }
+}
+
+/*
+ * An event storm on 4 CPUs: manual vCPUs with random affinities, caps and
+ * weights woken, blocked and yielding at random, parameters changed
+ * live, a domain removed and re-added, with and without a tickle-to-pick
+ * delay. Every decision must respect the contract.
+ */
+START_TEST(test_credit_event_storm)
+{
+    uint64_t rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(_i + 1);
+    struct pool_dom *d[6];
+    struct sim s;
+
+    sim_start(&s, "credit", 4, NULL);
+    s.pick_delay_ns = _i % 2 ? US(20) : 0;
+    for (unsigned int i = 0; i < 6; i++) {
+        char name[8];
+        uint64_t aff = storm_next(&rng) % 16;
+
+        snprintf(name, sizeof(name), "D%u", i);
+        d[i] = sim_add_aff(&s, name, 1 + i % 3, i < 4 ? sim_manual() : sim_busy(), aff,
+                           i == 1 ? "cap=50" : NULL);
+    }
+    for (unsigned int step = 0; step < 20000; step++) {
+        sim_run(&s, US(1 + storm_next(&rng) % 400));
+        storm_event(&s, d, 4, &rng);
+        if (step == 10000) {
+            char err[POLICY_ERRLEN];
+
+            sim_dom_remove(&s, d[2]);
+            d[2] = sim_dom_add(&s, "D2", 3, sim_manual(), CPU2 | CPU3, "weight=64", err);
+            ck_assert_ptr_nonnull(d[2]);
+        }
+    }
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
 static Suite *
 credit_smp_suite(void)
 {
@@ -560,6 +650,7 @@ credit_smp_suite(void)
     tcase_add_test(tc, test_credit_smp_weights);
     tcase_add_test(tc, test_credit_smp_mixed);
     tcase_add_test(tc, test_credit_policy_switch);
+    tcase_add_loop_test(tc, test_credit_event_storm, 0, 6);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,10 +34,12 @@
  * back; it recomputes UNDER (credit >= 0) and OVER, clamps at -300, parks
  * capped vCPUs below -cap and unparks them at >= 0, and retires a vCPU
  * above +300 from the active set with its credit halved. A 10 ms tick on
- * each busy CPU (tslice / 3) demotes a running BOOST vCPU to UNDER,
- * activates an inactive vCPU found running, and asks a running active
- * vCPU to move to a better (idle) CPU. Ticks and accounting all live in
- * the one pool timer.
+ * each busy CPU (tslice / 3, re-armed on the next multiple when the CPU
+ * leaves idle) demotes a running BOOST vCPU to UNDER, activates an
+ * inactive vCPU found running, asks a running active vCPU to move to a
+ * better (idle) CPU, and re-sorts the queue after a pass. It burns
+ * nothing itself: the core charges measured time before every timer call.
+ * Ticks and accounting all live in the one pool timer.
  *
  * Parameters. Pool: tslice_ms (1..1000, 30), ratelimit_us (0 = off or
  * 100..500000, at most the tslice, 1000), boost (on), balance_ratelimit_us
@@ -50,9 +52,9 @@
  *   more than one tick period of measured CPU since a tick last saw it
  *   ("measured sightings", credit_charge). Xen only samples the running
  *   vCPU at ticks, so a guest that sleeps across every tick is never
- *   activated: it keeps UNDER/BOOST whatever it burns and takes ~95% of a
- *   CPU (the classic exploit). For an honest vCPU the rate is the same as
- *   the expected rate of random tick hits.
+ *   activated: it keeps UNDER/BOOST whatever it burns and takes ~90% of a
+ *   CPU next to a hog of equal weight (the classic exploit; ~50% here).
+ *   For an honest vCPU the rate is that of random tick hits.
  * - `boost` can be turned off (wakes never boost), to compare.
  * - The ratelimit answer is exact: Xen never arms a timer under 100 us
  *   and, by a quirk, uses 100 us whenever the vCPU has run less than that.
@@ -64,11 +66,16 @@
  *   makes the path dead code; we test the running vCPU's, as intended.
  * - The first balance is allowed at once (Xen counts from CPU bring-up),
  *   and balance_ratelimit_us=0 allows several balances at one instant.
+ * - The own CPU counts as idle for the CPU choice only for its elected
+ *   vCPU (Xen looks at the queue only, so an inserted vCPU may stay on a
+ *   busy CPU while others idle).
  * - The arithmetic is 64-bit, so large weights cannot overflow.
  *
  * Limitations. No soft affinity, migration delay (Xen's default is 0),
  * tasklets or SMT power savings. The accounting runs on the pool timer,
  * not on a master CPU, and comes before the ticks due at the same instant.
+ * As in Xen, stored credit is bounded at +-1 period, which blurs weights
+ * with short tslices (768:256 gives 73:27 at tslice_ms=3).
  */
 #include <errno.h>
 #include <stdio.h>
