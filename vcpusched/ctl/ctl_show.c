@@ -87,7 +87,13 @@ cell_ns(struct ctl_columns *t, struct json_object *o, const char *key)
         ctl_columns_cell(t, "-");
 }
 
-/* [1,2,3,5] as the kernel writes CPU lists: "1-3,5". */
+static int64_t
+int_at(struct json_object *arr, size_t i)
+{
+    return json_object_get_int64(json_object_array_get_idx(arr, i));
+}
+
+/* [1,2,3,5] as the kernel writes CPU lists: "1-3,5" (cut at 200 bytes). */
 static void
 cell_cpus(struct ctl_columns *t, struct json_object *arr)
 {
@@ -95,15 +101,19 @@ cell_cpus(struct ctl_columns *t, struct json_object *arr)
     size_t n = arr != NULL && json_object_is_type(arr, json_type_array)
                    ? json_object_array_length(arr)
                    : 0;
+    size_t o = 0;
 
-    for (size_t i = 0, o = 0; i < n && o < sizeof(buf) - 32; i++) {
-        int64_t lo = json_object_get_int64(json_object_array_get_idx(arr, i)), hi = lo;
+    for (size_t i = 0; i < n && o < 200; i++) {
+        int64_t lo = int_at(arr, i), hi = lo;
 
-        while (i + 1 < n && json_object_get_int64(json_object_array_get_idx(arr, i + 1)) == hi + 1)
-            hi++, i++;
-        o += (size_t)snprintf(buf + o, sizeof(buf) - o,
-                              lo == hi ? "%s%" PRId64 : "%s%" PRId64 "-%" PRId64, o > 0 ? "," : "",
-                              lo, hi);
+        while (i + 1 < n && int_at(arr, i + 1) == hi + 1) {
+            hi++;
+            i++;
+        }
+        /* Each piece is under 44 bytes: o stays below sizeof(buf). */
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%" PRId64, o > 0 ? "," : "", lo);
+        if (hi > lo)
+            o += (size_t)snprintf(buf + o, sizeof(buf) - o, "-%" PRId64, hi);
     }
     ctl_columns_cell(t, "%s", n > 0 ? buf : "-");
 }
