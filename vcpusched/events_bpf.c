@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -41,6 +40,8 @@ _Static_assert(offsetof(struct evb_rec, cpu) == offsetof(struct events_rec, cpu)
 _Static_assert(offsetof(struct evb_rec, type) == offsetof(struct events_rec, type), "type");
 _Static_assert(offsetof(struct evb_rec, blocked) == offsetof(struct events_rec, blocked),
                "blocked");
+_Static_assert(offsetof(struct evb_rec, inferred) == offsetof(struct events_rec, inferred),
+               "inferred");
 _Static_assert(EVB_WAKE == EVENTS_WAKE && EVB_RUN == EVENTS_RUN && EVB_STOP == EVENTS_STOP &&
                    EVB_EXIT == EVENTS_EXIT,
                "record types");
@@ -171,29 +172,26 @@ events_bpf_open(struct events_bpf **out, char *err, size_t errlen)
     return 0;
 }
 
-static uint64_t
-evb_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
- * Insert into the map first, then check in /proc that the thread is alive
- * and not exiting: an exit after the check finds it in the map and gives
- * EXIT. If the check fails but the program has already removed the
- * thread (it exited in between), the watch stands and EXIT follows.
+ * Check and take the run-time baseline in /proc, insert into the map, then
+ * check again that the thread is alive and not exiting: an exit after that
+ * finds it in the map and gives EXIT. If the second check fails but the
+ * program has already removed the thread (it exited in between), the
+ * watch stands and EXIT follows.
  */
 int
 events_bpf_watch(struct events_bpf *b, pid_t pid, pid_t tid, uint32_t cookie, char *err,
                  size_t errlen)
 {
-    struct evb_watch w = {.in_ns = evb_now_ns(), .cookie = cookie, .state = EVB_UNKNOWN};
+    struct evb_watch w = {.cookie = cookie, .state = EVB_UNKNOWN};
+    uint64_t run_ns = 0;
     __s32 key = tid;
-    int r = bpf_map_update_elem(b->watched_fd, &key, &w, BPF_NOEXIST);
+    int r = events_proc_check(pid, tid, &run_ns, err, errlen);
 
+    if (r < 0)
+        return r;
+    w.sum_ns = run_ns;
+    r = bpf_map_update_elem(b->watched_fd, &key, &w, BPF_NOEXIST);
     if (r < 0) {
         if (r == -E2BIG || r == -ENOMEM)
             r = -ENOSPC;
@@ -203,7 +201,7 @@ events_bpf_watch(struct events_bpf *b, pid_t pid, pid_t tid, uint32_t cookie, ch
                                 : strerror(-r));
         return r;
     }
-    r = events_proc_check(pid, tid, err, errlen);
+    r = events_proc_check(pid, tid, &run_ns, err, errlen);
     if (r < 0 && bpf_map_delete_elem(b->watched_fd, &key) == 0)
         return r;
     if (r < 0)
@@ -283,6 +281,7 @@ events_bpf_stats(struct events_bpf *b, struct events_stats *st)
     uint64_t exits = __atomic_load_n(&b->skel->bss->evb_exits, __ATOMIC_RELAXED);
 
     st->lost = evb_lost(b);
+    st->inferred = __atomic_load_n(&b->skel->bss->evb_inferred, __ATOMIC_RELAXED);
     st->ring_bytes = EVB_RING_BYTES;
     st->watched = atomic_load(&b->watches) - (unsigned int)exits;
 }

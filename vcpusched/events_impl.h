@@ -35,11 +35,12 @@ void events_proc_close(struct events_proc *p);
 
 /*
  * 0 if thread tid of process pid exists and is not exiting (PF_EXITING
- * clear, not a zombie); -ESRCH (with the reason in err) otherwise. The bpf
- * backend calls it after inserting the thread into its map, which closes
- * the race with an exit that the program would not have seen.
+ * clear, not a zombie), with its schedstat run time in *run_ns; -ESRCH
+ * (with the reason in err) otherwise. The bpf backend calls it again after
+ * inserting the thread into its map, which closes the race with an exit
+ * that the program would not have seen.
  */
-int events_proc_check(pid_t pid, pid_t tid, char *err, size_t errlen);
+int events_proc_check(pid_t pid, pid_t tid, uint64_t *run_ns, char *err, size_t errlen);
 
 /*
  * Parsers of one read of /proc/.../stat (state letter and flags, field 9;

@@ -82,9 +82,11 @@ events_proc_parse_schedstat(const char *buf, size_t len, uint64_t *run_ns)
     size_t i;
 
     for (i = 0; i < len && buf[i] >= '0' && buf[i] <= '9'; i++) {
-        if (v > (UINT64_MAX - 9) / 10)
+        uint64_t d = (uint64_t)(buf[i] - '0');
+
+        if (v > (UINT64_MAX - d) / 10)
             return -EINVAL;
-        v = v * 10 + (uint64_t)(buf[i] - '0');
+        v = v * 10 + d;
     }
     if (i == 0 || i == len || (buf[i] != ' ' && buf[i] != '\n'))
         return -EINVAL;
@@ -143,27 +145,15 @@ proc_open_file(pid_t pid, pid_t tid, const char *name)
     return fd < 0 ? -errno : fd;
 }
 
-int
-events_proc_check(pid_t pid, pid_t tid, char *err, size_t errlen)
+/* Say why a thread cannot be watched; ENOENT (no such entry) is ESRCH. */
+static int
+proc_fail(pid_t pid, pid_t tid, int r, char *err, size_t errlen)
 {
-    int fd = proc_open_file(pid, tid, "stat");
-    unsigned long flags = 0;
-    char state = '?';
-    int r;
-
-    if (fd < 0) {
-        snprintf(err, errlen, "thread %d of process %d: %s", (int)tid, (int)pid,
-                 fd == -ENOENT ? "no such thread" : strerror(-fd));
-        return fd == -ENOENT ? -ESRCH : fd;
-    }
-    r = proc_read_stat(fd, &state, &flags);
-    close(fd);
-    if (r == 0 && (flags & EVENTS_PF_EXITING))
-        r = -ESRCH;
-    if (r < 0)
-        snprintf(err, errlen, "thread %d of process %d: %s", (int)tid, (int)pid,
-                 r == -ESRCH ? "gone or exiting" : strerror(-r));
-    return r;
+    snprintf(err, errlen, "thread %d of process %d: %s", (int)tid, (int)pid,
+             r == -ENOENT  ? "no such thread"
+             : r == -ESRCH ? "gone or exiting"
+                           : strerror(-r));
+    return r == -ENOENT ? -ESRCH : r;
 }
 
 int
@@ -213,18 +203,27 @@ proc_thread_init(struct proc_thread *t, pid_t pid, pid_t tid, char *err, size_t 
         r = -ESRCH;
     if (r >= 0)
         r = proc_read_run(t->sched_fd, &t->run_ns);
-    if (r == -ENOENT)
-        r = -ESRCH;
     if (r < 0) {
-        snprintf(err, errlen, "thread %d of process %d: %s", (int)tid, (int)pid,
-                 r == -ESRCH ? "gone or exiting" : strerror(-r));
         if (t->stat_fd >= 0)
             close(t->stat_fd);
         if (t->sched_fd >= 0)
             close(t->sched_fd);
-        return r;
+        return proc_fail(pid, tid, r, err, errlen);
     }
     t->running = state == 'R';
+    return 0;
+}
+
+int
+events_proc_check(pid_t pid, pid_t tid, uint64_t *run_ns, char *err, size_t errlen)
+{
+    struct proc_thread t;
+    int r = proc_thread_init(&t, pid, tid, err, errlen);
+
+    if (r < 0)
+        return r;
+    *run_ns = t.run_ns;
+    proc_thread_close(&t);
     return 0;
 }
 

@@ -32,13 +32,14 @@ struct evb_rec {
     __s32 cpu;
     __u8 type;
     __u8 blocked;
-    __u8 pad[2];
+    __u8 inferred;
+    __u8 pad;
 };
 
-/* Value of the watched map, keyed by tid. in_ns: last switch-in (or the
- * watch time, so a thread running when watched is charged from then). */
+/* Value of the watched map, keyed by tid. sum_ns: the thread's
+ * se.sum_exec_runtime at its last STOP (at the watch: its schedstat). */
 struct evb_watch {
-    __u64 in_ns;
+    __u64 sum_ns;
     __u32 cookie;
     __u32 state;
 };

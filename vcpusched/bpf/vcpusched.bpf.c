@@ -95,8 +95,8 @@ ran_since(struct evb_watch *w, struct task_struct *t)
 }
 
 static __always_inline void
-emit(__u8 type, __s32 tid, const struct evb_watch *w, __u64 ts, __u64 ran, __s32 cpu,
-     __u8 blocked, __u8 inferred)
+emit(__u8 type, __s32 tid, const struct evb_watch *w, __u64 ts, __u64 ran, __s32 cpu, __u8 blocked,
+     __u8 inferred)
 {
     struct evb_rec *r = bpf_ringbuf_reserve(&evb_ring, sizeof(*r), 0);
 
@@ -166,13 +166,15 @@ on_wake(struct task_struct *p)
 }
 
 SEC("raw_tp/sched_wakeup")
-int BPF_PROG(evb_wakeup, struct task_struct *p)
+int
+BPF_PROG(evb_wakeup, struct task_struct *p)
 {
     return on_wake(p);
 }
 
 SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(evb_wakeup_new, struct task_struct *p)
+int
+BPF_PROG(evb_wakeup_new, struct task_struct *p)
 {
     return on_wake(p);
 }
@@ -183,7 +185,8 @@ int BPF_PROG(evb_wakeup_new, struct task_struct *p)
  * the runqueue (a pending signal resets the state to running first).
  */
 SEC("raw_tp/sched_switch")
-int BPF_PROG(evb_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+int
+BPF_PROG(evb_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
     __s32 ptid = BPF_CORE_READ(prev, pid);
     __s32 ntid = BPF_CORE_READ(next, pid);
@@ -220,7 +223,8 @@ int BPF_PROG(evb_switch, bool preempt, struct task_struct *prev, struct task_str
  * accounted since the last STOP (up to its last update, at most a tick).
  */
 SEC("raw_tp/sched_process_exit")
-int BPF_PROG(evb_exit, struct task_struct *p)
+int
+BPF_PROG(evb_exit, struct task_struct *p)
 {
     __s32 tid = BPF_CORE_READ(p, pid);
     __s32 cpu = bpf_get_smp_processor_id();
