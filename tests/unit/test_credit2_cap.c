@@ -316,6 +316,42 @@ START_TEST(test_credit2_cap_wake_while_parked)
 }
 END_TEST
 
+/*
+ * Budget returned by a vCPU that blocks can unpark a sibling that wants
+ * the CPU just left idle: it runs there at once (Xen's IPI to itself).
+ * D's 3 vCPUs share 1 ms per period, quota 500 us: A on CPU 0 and C on
+ * CPU 1 hold the budget, B (on CPU 1) parks at CPU 0's next pick.
+ */
+START_TEST(test_credit2_cap_unpark_on_idle_cpu)
+{
+    struct sim_vcpu *a, *b, *c;
+    struct pool_dom *d;
+    struct sim s;
+
+    sim_start(&s, "credit2", 2, NULL);
+    d = sim_add_ok(&s, "D", 3, sim_manual(), "cap=10");
+    c = sim_vcpu(d, 0);
+    a = sim_vcpu(d, 1);
+    b = sim_vcpu(d, 2);
+    ck_assert_uint_eq(a->pv->pv->cpu, 0);
+    ck_assert_uint_eq(b->pv->pv->cpu, 1);
+    sim_wake(&s, a);
+    sim_wake(&s, c);
+    ck_assert_int_eq(a->running_on, 0);
+    ck_assert_int_eq(c->running_on, 1);
+    ck_assert_int_eq(vstat(&s, a, "dom_budget_ns"), 0);
+    sim_run(&s, US(100));
+    sim_wake(&s, b); /* no budget left, and no CPU to preempt yet */
+    sim_run(&s, US(100));
+    sim_sleep(&s, a); /* 300 us go back: B gets them on CPU 0 */
+    ck_assert_int_eq(b->running_on, 0);
+    ck_assert_int_eq(vstat(&s, b, "budget_ns"), US(300));
+    ck_assert_int_eq(vstat(&s, b, "parks"), 1);
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
 static Suite *
 credit2_cap_suite(void)
 {
@@ -332,6 +368,7 @@ credit2_cap_suite(void)
     tcase_add_test(tc, test_credit2_cap_live);
     tcase_add_test(tc, test_credit2_cap_refused);
     tcase_add_test(tc, test_credit2_cap_wake_while_parked);
+    tcase_add_test(tc, test_credit2_cap_unpark_on_idle_cpu);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -53,8 +53,15 @@
  *   fallback CPU never happen.
  * - The balance threshold uses the chosen runqueue's load and size; Xen
  *   uses the last runqueue of its loop (see credit2_load.c).
- * - A CPU that tickles itself inside its own pick is not re-picked (the
- *   pool drops such tickles); only a yield with ratelimit 0 can do that.
+ * - A pick that tickles its own CPU (switching out the previous vCPU
+ *   unparked one that wants it) decides again at once, up to 4 times,
+ *   where Xen would take an IPI.
+ * - Reproduced as in Xen, not fixed: a CPU may idle while a vCPU waits
+ *   in its runqueue (runq_candidate stops at the first eligible entry even
+ *   if it parks it; a vCPU left for a tickled CPU that took another). Xen
+ *   closes the gap at the next tickle or slice end; under the elevation
+ *   trick the kernel also runs such a vCPU as a non-elected thread on its
+ *   CPU, and that time is charged like any other.
  * - Xen's boot-time knobs are constants: migrate resistance 500 us, cap
  *   period 10 ms, 16 CPUs per runqueue, load shifts 30/18, tolerances 0/-3.
  * - Caps are u16 as in Xen (<= 65535).
@@ -65,6 +72,8 @@
 
 #include "credit2_priv.h"
 
+/* Re-decisions of a pick that tickled its own CPU (one is the rule). */
+#define CREDIT2_PICK_ROUNDS 4
 /* Burn at most this much per charge: beyond, every vCPU is at the floor. */
 #define CREDIT2_BURN_MAX_NS ((uint64_t)NSEC_PER_SEC)
 
@@ -522,12 +531,13 @@ pick_choose(struct policy *pol, struct credit2_runq *rqd, struct credit2_vcpu **
 }
 
 /*
- * csched2_schedule. The current vCPU, charged up to now, first takes
- * budget if it ran out (or is parked); then the candidate is elected; a
- * vCPU from another CPU gets the migration compensation and moves here.
+ * csched2_schedule, once. The current vCPU, charged up to now, first
+ * takes budget if it ran out (or is parked); then the candidate is
+ * elected; a vCPU from another CPU gets the migration compensation and
+ * moves here; last, the previous vCPU is switched out (context_saved).
  */
 static void
-credit2_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_decision *out)
+pick_once(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_decision *out)
 {
     struct credit2_priv *prv = credit2_priv(pol);
     struct credit2_pcpu *pc = &prv->cpu[cpu];
@@ -535,8 +545,6 @@ credit2_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_d
     struct credit2_vcpu *scurr = pc->cur, *snext;
     const struct credit2_vcpu *inflight;
 
-    prv->picking_cpu = (int)cpu;
-    prv->last_now = now;
     credit2_runq_pick_started(rqd, pc, cpu);
     if (scurr != NULL && scurr->budget <= 0)
         credit2_budget_grab(pol, scurr, now);
@@ -561,9 +569,28 @@ credit2_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_d
     pc->cur = snext;
     if (scurr != NULL && scurr != snext)
         context_saved(pol, scurr, now);
-    /* The pool drops a CPU's tickles of itself during its own pick. */
-    if (rqd->tickled & credit2_bit(cpu))
-        credit2_runq_pick_started(rqd, pc, cpu);
+}
+
+/*
+ * Switching the previous vCPU out can tickle this very CPU (budget it
+ * returned unparked a vCPU that wants the now idle CPU). Xen's IPI would
+ * reschedule at once; the pool drops a CPU's tickles of itself during its
+ * pick, so the decision is simply taken again, a bounded number of times.
+ */
+static void
+credit2_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_decision *out)
+{
+    struct credit2_priv *prv = credit2_priv(pol);
+    struct credit2_pcpu *pc = &prv->cpu[cpu];
+
+    prv->picking_cpu = (int)cpu;
+    prv->last_now = now;
+    for (int round = 0; round < CREDIT2_PICK_ROUNDS; round++) {
+        pick_once(pol, cpu, now, out);
+        if (!(pc->rqd->tickled & credit2_bit(cpu)))
+            break;
+    }
+    credit2_runq_pick_started(pc->rqd, pc, cpu);
     prv->picking_cpu = -1;
 }
 
