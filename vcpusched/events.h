@@ -127,9 +127,10 @@ int events_watch(struct events *ev, pid_t pid, pid_t tid, uint32_t cookie, char 
 int events_unwatch(struct events *ev, pid_t tid);
 
 /*
- * A file descriptor that becomes readable (EPOLLIN) when records are
- * waiting (bpf: the ring buffer's epoll fd); -1 for proc, which has
- * nothing to wait on: call events_poll at each decision instead.
+ * A file descriptor that becomes readable (EPOLLIN) when a WAKE,
+ * STOP(blocked=1) or EXIT is waiting (bpf: the ring buffer's epoll fd;
+ * see events_set_wakeup); -1 for proc, which has nothing to wait on: call
+ * events_poll at each decision instead.
  */
 int events_fd(const struct events *ev);
 
@@ -144,10 +145,12 @@ int events_poll(struct events *ev, uint64_t now_ns,
                 void (*cb)(void *ctx, const struct events_rec *r), void *ctx);
 
 /*
- * bpf: whether each record wakes up a waiter on events_fd (default on). A
- * busy-polling consumer that never sleeps on the fd turns it off, which
- * saves the kernel an irq_work per record on the CPU that produced it.
- * No-op for proc.
+ * bpf: whether records wake up a waiter on events_fd (default on). Only
+ * the records to act on at once do: WAKE, STOP(blocked=1), EXIT; RUN and
+ * STOP(blocked=0) carry accounting and are delivered at the next poll
+ * (they wake the waiter only when the ring is half full). A busy-polling consumer that never sleeps
+ * on the fd turns it off, which saves the kernel an irq_work per such record on the CPU that
+ * produced it. No-op for proc.
  */
 void events_set_wakeup(struct events *ev, bool on);
 

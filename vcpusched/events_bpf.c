@@ -272,7 +272,7 @@ events_bpf_poll(struct events_bpf *b, uint64_t now_ns,
 void
 events_bpf_set_wakeup(struct events_bpf *b, bool on)
 {
-    __atomic_store_n(&b->skel->bss->evb_submit_flags, on ? 0 : BPF_RB_NO_WAKEUP, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->skel->bss->evb_quiet, on ? 0u : 1u, __ATOMIC_RELAXED);
 }
 
 void

@@ -37,9 +37,15 @@ char LICENSE[] SEC("license") = "GPL";
  * argument (5.18+); otherwise the task's state field is read. */
 const volatile bool evb_state_arg = true;
 
-/* bpf_ringbuf_submit flags, written by user space: 0 (wake the epoll
- * waiter when it has caught up) or BPF_RB_NO_WAKEUP (busy-polling). */
-volatile __u64 evb_submit_flags;
+/*
+ * Written by user space: 1 when the consumer busy-polls and never sleeps
+ * on the ring's fd. Otherwise the records a consumer must act on at once
+ * (WAKE, STOP(blocked), EXIT) wake it, forced, since pending records would
+ * defeat the ring's adaptive wake-up; RUN and STOP(preempted) only carry
+ * accounting and wait for the next poll (unless the ring is half full). Waking a dispatcher for
+ * those feeds back: its own wake-up preempts a vCPU and makes more records.
+ */
+volatile __u32 evb_quiet;
 
 struct evb_lost evb_lost[EVB_LOST_SLOTS];
 
@@ -99,6 +105,7 @@ emit(__u8 type, __s32 tid, const struct evb_watch *w, __u64 ts, __u64 ran, __s32
      __u8 inferred)
 {
     struct evb_rec *r = bpf_ringbuf_reserve(&evb_ring, sizeof(*r), 0);
+    bool urgent;
 
     if (inferred)
         __sync_fetch_and_add(&evb_inferred, 1);
@@ -117,7 +124,11 @@ emit(__u8 type, __s32 tid, const struct evb_watch *w, __u64 ts, __u64 ran, __s32
     r->blocked = blocked;
     r->inferred = inferred;
     r->pad = 0;
-    bpf_ringbuf_submit(r, evb_submit_flags);
+    /* A ring half full is urgent too: drain it before records are lost. */
+    urgent = type == EVB_WAKE || type == EVB_EXIT || (type == EVB_STOP && blocked) ||
+             bpf_ringbuf_query(&evb_ring, BPF_RB_AVAIL_DATA) >
+                 bpf_ringbuf_query(&evb_ring, BPF_RB_RING_SIZE) / 2;
+    bpf_ringbuf_submit(r, urgent && !evb_quiet ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 /* Before a RUN: a thread seen running was switched out unreported (we
