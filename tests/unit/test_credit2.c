@@ -826,6 +826,9 @@ START_TEST(test_credit2_params_live)
 }
 END_TEST
 
+/* Long simulations under ASan on a busy 2-CPU machine outlast Check's 4 s. */
+#define CREDIT2_TEST_TIMEOUT_S 120
+
 static Suite *
 credit2_suite(void)
 {
@@ -834,6 +837,9 @@ credit2_suite(void)
     TCase *tw = tcase_create("wake");
     TCase *tp = tcase_create("params");
 
+    tcase_set_timeout(tc, CREDIT2_TEST_TIMEOUT_S);
+    tcase_set_timeout(tw, CREDIT2_TEST_TIMEOUT_S);
+    tcase_set_timeout(tp, CREDIT2_TEST_TIMEOUT_S);
     tcase_add_loop_test(tc, test_credit2_defaults, 0, sizeof(defaults) / sizeof(defaults[0]));
     tcase_add_test(tc, test_credit2_reset_exact);
     tcase_add_test(tc, test_credit2_max_weight_sleeper);

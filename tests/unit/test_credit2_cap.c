@@ -358,6 +358,7 @@ credit2_cap_suite(void)
     Suite *s = suite_create("credit2_cap");
     TCase *tc = tcase_create("cap");
 
+    tcase_set_timeout(tc, 120); /* long simulations under ASan on a busy machine */
     tcase_add_test(tc, test_credit2_cap_lone_50);
     tcase_add_loop_test(tc, test_credit2_cap_quota, 0,
                         sizeof(quota_cases) / sizeof(quota_cases[0]));
