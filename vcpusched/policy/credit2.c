@@ -24,7 +24,8 @@
  * charge() of the core, which comes before every other call; so "burn the
  * runner up to now" of Xen's tickle, schedule and reset is already done
  * when they run here. Time a vCPU runs while not elected (the kernel ran
- * it when the elected one blocked) is charged like any other. Slices use
+ * it when the elected one blocked) is charged like any other, and a
+ * queued vCPU so charged is re-queued by its new credit. Slices use
  * the Xen >= 4.21 rule: the best waiter is the runqueue head or the vCPU
  * being switched out, if it stays runnable (the "in-flight" credit of
  * commit ae648e9f80), so two equal hogs on a CPU alternate about every
