@@ -670,6 +670,56 @@ START_TEST(test_bpf_fd_wakes_for_wake_and_block_only)
 }
 END_TEST
 
+static void
+pattern_yield(struct worker *w)
+{
+    while (!atomic_load(&w->stop))
+        sched_yield();
+}
+
+/*
+ * Losses are never silent: two threads yielding to each other on one CPU
+ * fill the ring while nobody polls; the next poll delivers a LOST record
+ * carrying the count, which events_stats reports too.
+ */
+START_TEST(test_bpf_loss_is_reported)
+{
+    struct events *ev = open_backend(EVENTS_BPF);
+    struct collect *c = collect_new();
+    struct events_stats st;
+    struct worker a, b;
+    pid_t ta = worker_start(&a, pattern_yield, managed_cpu(), 0, false);
+    pid_t tb = worker_start(&b, pattern_yield, managed_cpu(), 0, false);
+    uint64_t lost = 0;
+
+    watch_ok(ev, ta, 91);
+    watch_ok(ev, tb, 92);
+    worker_go(&a);
+    worker_go(&b);
+    for (int i = 0; i < 300; i++) {
+        events_stats(ev, &st);
+        if (st.lost > 0)
+            break;
+        sleep_ns(50 * NSEC_PER_MSEC);
+    }
+    worker_join(&a);
+    worker_join(&b);
+    ck_assert_uint_gt(st.lost, 0);
+    collect_for(ev, c, 10 * NSEC_PER_MSEC);
+    events_stats(ev, &st);
+    for (size_t i = 0; i < c->n; i++)
+        if (c->r[i].type == EVENTS_LOST) {
+            ck_assert_int_eq(c->r[i].tid, -1);
+            lost += c->r[i].ran_ns;
+        }
+    printf("loss: %llu records lost, %zu delivered\n", (unsigned long long)st.lost, c->n);
+    ck_assert_uint_eq(lost, st.lost);
+    ck_assert_uint_eq(st.by_type[EVENTS_LOST], 1);
+    collect_free(c);
+    events_close(ev);
+}
+END_TEST
+
 /* An exiting thread ends with EXIT and is unwatched by then. */
 START_TEST(test_bpf_exit)
 {
@@ -907,6 +957,7 @@ events_suite(bool bpf_built)
         tcase_add_test(bpf, test_bpf_exit);
         tcase_add_test(bpf, test_bpf_unwatched_and_unwatch);
         tcase_add_test(bpf, test_bpf_bad_watch);
+        tcase_add_test(bpf, test_bpf_loss_is_reported);
     } else {
         tcase_add_test(bpf, test_auto_without_bpf_build);
     }
