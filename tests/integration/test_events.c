@@ -831,6 +831,26 @@ START_TEST(test_auto_prefers_bpf)
 }
 END_TEST
 
+/* Without privilege the program cannot load: AUTO falls back and says why. */
+START_TEST(test_auto_falls_back_unprivileged)
+{
+    struct events *ev = NULL;
+    char err[256] = "";
+
+    /* This test runs in its own forked process: drop root for good. */
+    ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+    ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+    ck_assert_int_eq(events_open(&ev, EVENTS_AUTO, err, sizeof(err)), 0);
+    ck_assert_str_eq(events_backend(ev), "proc");
+    printf("unprivileged: %s\n", err);
+    ck_assert_msg(strncmp(err, "no bpf: ", 8) == 0 && strlen(err) > 12, "err: %s", err);
+    events_close(ev);
+    ev = NULL;
+    ck_assert_int_lt(events_open(&ev, EVENTS_BPF, err, sizeof(err)), 0);
+    ck_assert_ptr_null(ev);
+}
+END_TEST
+
 /* A build without the BPF toolchain: AUTO falls back to /proc and says so. */
 START_TEST(test_auto_without_bpf_build)
 {
@@ -950,6 +970,7 @@ events_suite(bool bpf_built)
     tcase_set_timeout(bpf, 60);
     if (bpf_built) {
         tcase_add_test(bpf, test_auto_prefers_bpf);
+        tcase_add_test(bpf, test_auto_falls_back_unprivileged);
         tcase_add_test(bpf, test_bpf_sleeper);
         tcase_add_test(bpf, test_bpf_run_time_matches_schedstat);
         tcase_add_test(bpf, test_bpf_preempted_by_fifo);
