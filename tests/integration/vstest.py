@@ -65,9 +65,26 @@ class Busy:
     """A process running a busy loop (a CPU hog), started SCHED_OTHER on the
     housekeeping CPU like any host process."""
 
-    def __init__(self, kind="busy", period_ms=5):
+    def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None):
         if kind == "busy":
             code = "while True: pass"
+        elif kind == "duty":  # runs run_ms, then sleeps period_ms - run_ms
+            code = ("import time\nwhile True:\n"
+                    f"    t = time.monotonic() + {run_ms / 1000.0}\n"
+                    "    while time.monotonic() < t: pass\n"
+                    f"    time.sleep({(period_ms - run_ms) / 1000.0})\n")
+        elif kind == "latency":  # wakes at absolute times; logs how late it ran (us)
+            code = ("import os, time\n"
+                    f"f = open({out!r}, 'w', buffering=1)\n"
+                    f"p = {period_ms / 1000.0}\n"
+                    "t = time.monotonic() + p\n"
+                    "while True:\n"
+                    "    d = t - time.monotonic()\n"
+                    "    if d > 0: time.sleep(d)\n"
+                    "    f.write('%d\\n' % ((time.monotonic() - t) * 1e6))\n"
+                    f"    e = time.monotonic() + {run_ms / 1000.0}\n"
+                    "    while time.monotonic() < e: pass\n"
+                    "    t += p\n")
         else:  # sleeps `period_ms` between short bursts: an I/O-like waker
             code = ("import time\nwhile True:\n"
                     "    x = sum(range(2000))\n"
@@ -157,3 +174,15 @@ def wait_until(pred, timeout, step=0.01):
             return time.monotonic() - t0
         time.sleep(step)
     return None
+
+
+def read_latencies(path, skip=20):
+    """Wake latencies (us) logged by a Busy('latency') process, warm-up dropped."""
+    with open(path) as f:
+        xs = [int(l) for l in f if l.strip()]
+    return xs[skip:]
+
+
+def percentile(xs, p):
+    s = sorted(xs)
+    return s[max(0, min(len(s) - 1, int(p / 100.0 * len(s) + 0.999999) - 1))]
