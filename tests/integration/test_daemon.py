@@ -4,6 +4,7 @@ shares under rr and table, wake elevation through events, attach by QMP,
 bad input, and never stranding a thread (SIGTERM, kill -9, restart)."""
 
 import os
+import signal
 import subprocess
 import time
 import unittest
@@ -95,8 +96,8 @@ class DaemonTest(unittest.TestCase):
                         "--pidfile", pidfile, "--qmp", qmp, "--cpu-affinity", "0"],
                        check=True, capture_output=True)
         try:
-            pid = int(open(pidfile).read())
-            comm = {t: open(f"/proc/{pid}/task/{t}/comm").read().strip()
+            pid = int(vstest.read(pidfile))
+            comm = {t: vstest.read(f"/proc/{pid}/task/{t}/comm").strip()
                     for t in vstest.threads_of(pid)}
             vcpus = sorted(t for t, c in comm.items() if c.startswith("CPU "))
             others = [t for t in comm if t not in vcpus]
@@ -155,8 +156,11 @@ class DaemonTest(unittest.TestCase):
         guard = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
                                capture_output=True, text=True).stdout.split()
         self.assertEqual(len(guard), 1)
-        os.kill(int(guard[0]), 9)  # the guardian first, then the daemon
-        time.sleep(0.1)
+        # Freeze the daemon so it cannot start a new guardian, kill the
+        # guardian, then the daemon: nobody is left to restore the hog.
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        os.kill(int(guard[0]), signal.SIGKILL)
+        vstest.wait_until(lambda: not os.path.exists(f"/proc/{guard[0]}/exe"), 1.0)
         d.kill9()
         self.assertTrue(vstest.is_fifo(hog.tid))  # stranded, for now
         d2 = Daemon(policy="rr")

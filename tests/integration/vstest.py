@@ -116,9 +116,10 @@ class Daemon:
         self.proc = None
 
     def start(self, timeout=10):
-        logf = open(self.log, "ab")
-        self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
-                                     preexec_fn=lambda: os.sched_setaffinity(0, {HOUSEKEEPING_CPU}))
+        with open(self.log, "ab") as logf:  # the child keeps its own copy
+            self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
+                                         preexec_fn=lambda: os.sched_setaffinity(
+                                             0, {HOUSEKEEPING_CPU}))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -163,6 +164,11 @@ class Daemon:
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
 
 
 def wait_until(pred, timeout, step=0.01):
