@@ -42,10 +42,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== format"
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
 
-echo "== fuzz (30 s per target)"
-CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_FUZZ=ON \
+echo "== clang -Werror build, fuzz (30 s per target)"
+CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DVCPUSCHED_FUZZ=ON \
     -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$top/build/fuzz" -j "$jobs" --target fuzz_targets
+# Everything, so clang -Werror sees every file, not only the fuzzers.
+cmake --build "$top/build/fuzz" -j "$jobs"
 for f in "$top"/build/fuzz/tests/fuzz_*; do
     [ -x "$f" ] || continue
     corpus="$top/tests/fuzz/corpus/$(basename "$f")"

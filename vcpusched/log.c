@@ -34,7 +34,7 @@ log_verbosity(void)
     return log_conf.verbosity;
 }
 
-static void
+static void __attribute__((format(printf, 2, 0)))
 vlog(int pri, const char *fmt, va_list ap, const char *suffix)
 {
     char msg[1024];

@@ -596,8 +596,8 @@ static const char *const all_lines[] = {
     REQ_ATTACH,
     "{\"v\":1,\"cmd\":\"detach\",\"args\":{\"name\":\"web1\"}}\n",
     "{\"v\":1,\"cmd\":\"set\",\"args\":{\"name\":\"web1\",\"params\":{\"weight\":\"1\"}}}\n",
-    "{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"create\",\"name\":\"p\",\"cpus\":\"1\","
-    "\"policy\":\"rr\"}}\n",
+    ("{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"create\",\"name\":\"p\",\"cpus\":\"1\","
+     "\"policy\":\"rr\"}}\n"),
     "{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"set\",\"name\":\"p\",\"policy\":\"rr\"}}\n",
     "{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"destroy\",\"name\":\"p\"}}\n",
     "garbage\n",
