@@ -8,7 +8,7 @@ set -euo pipefail
 pkgs=(
     # build
     build-essential cmake ninja-build pkg-config git
-    libjson-c-dev libnuma-dev libvirt-dev check
+    libjson-c-dev libnuma-dev libvirt-dev libxml2-dev check
     clang llvm libbpf-dev bpftool libclang-rt-14-dev
     clang-format cppcheck valgrind
     # run: VMs, libvirt, guest image

@@ -28,6 +28,7 @@ config_defaults(struct config *c)
     c->events = EVENTS_AUTO;
     c->move_rt_cgroup = true;
     c->proc_poll_us = 1000; /* the fallback's resolution: one scan per ms */
+    snprintf(c->libvirt, sizeof(c->libvirt), "qemu:///system");
 }
 
 static int
@@ -153,6 +154,8 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
         return copy(key, c->state, sizeof(c->state), val, err, errlen);
     if (strcmp(key, "pidfile") == 0)
         return copy(key, c->pidfile, sizeof(c->pidfile), val, err, errlen);
+    if (strcmp(key, "libvirt") == 0)
+        return copy(key, c->libvirt, sizeof(c->libvirt), val, err, errlen);
     if (strcmp(key, "pattern") == 0) {
         r = set_enum(key, val, patterns, 2, &e, err, errlen);
         c->pattern = r == 0 ? (enum sched_pattern)e : c->pattern;
@@ -245,7 +248,8 @@ config_usage(const char *prog)
             "          [--cpus LIST] [--policy NAME] [--pool-param KEY=VALUE]...\n"
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
-            "          [--rt-cgroup move|fail] [--proc-poll-us N] [--pidfile PATH]\n",
+            "          [--rt-cgroup move|fail] [--proc-poll-us N] [--pidfile PATH]\n"
+            "          [--libvirt URI|none]\n",
             prog);
 }
 
@@ -267,6 +271,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"priority-base", required_argument, NULL, 1},
         {"rt-cgroup", required_argument, NULL, 1},
         {"proc-poll-us", required_argument, NULL, 1},
+        {"libvirt", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},
     };
     int o, idx, r;

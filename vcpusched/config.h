@@ -40,6 +40,7 @@ struct config {
     enum events_mode events;
     bool move_rt_cgroup;
     uint64_t proc_poll_us;
+    char libvirt[256]; /* URI the libvirt watcher follows; "none": no watcher */
     struct config_pool pools[CONFIG_MAX_POOLS];
     unsigned int nr_pools;
 };

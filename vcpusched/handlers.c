@@ -22,6 +22,8 @@ static int
 resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, pid_t *tids,
                unsigned int *n, const char **source, char *err, size_t errlen)
 {
+    int r;
+
     *pid = 0;
     switch (req->target) {
     case CTL_TARGET_PID:
@@ -40,8 +42,9 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
             snprintf(err, errlen, "libvirt support is not available in this daemon");
             return -EOPNOTSUPP;
         }
-        return d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, MAX_TIDS, n, err,
-                                errlen);
+        r = d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, MAX_TIDS, n, err, errlen);
+        /* The status file may be stale (a thread id reused): check as for QMP. */
+        return r < 0 ? r : discover_check_vcpus(*pid, tids, *n, err, errlen);
     default:
         snprintf(err, errlen, "attach needs pid, tids, qmp or libvirt");
         return -EINVAL;

@@ -21,9 +21,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <libxml/parser.h>
+
 #include "config.h"
 #include "guardian.h"
 #include "handlers.h"
+#include "libvirt.h"
+#include "libvirt_vcpus.h"
 #include "log.h"
 #include "topology.h"
 
@@ -36,6 +40,7 @@ struct daemon {
     struct events *ev;
     struct daemon_ctx ctx;
     struct control *ctl;
+    struct libvirt_watch *libvirt;
     cpu_set_t online;
     int sig_fd;
     int tick_fd;
@@ -298,6 +303,24 @@ group_id(const char *name)
     return g->gr_gid;
 }
 
+/*
+ * `attach --libvirt` reads libvirt's status file (never libvirt itself);
+ * the watcher follows metadata and lifecycle events on a thread of its own.
+ */
+static void
+libvirt_setup(struct daemon *d)
+{
+    char err[512];
+
+    xmlInitParser(); /* before any thread parses */
+    d->ctx.libvirt_vcpus = libvirt_vcpus_lookup;
+    d->ctx.libvirt_ctx = NULL;
+    if (strcmp(d->cfg.libvirt, "none") == 0)
+        return;
+    if (libvirt_watch_start(&d->libvirt, d->cfg.libvirt, d->cfg.socket, err, sizeof(err)) < 0)
+        log_warnx("%s: running without the libvirt watcher", err);
+}
+
 static void
 daemon_start(struct daemon *d)
 {
@@ -335,12 +358,14 @@ daemon_start(struct daemon *d)
         fatalx("control socket: %s", err);
     pools_create(d);
     loop_setup(d);
+    libvirt_setup(d);
     log_info("ready on %s", d->cfg.socket);
 }
 
 static void
 daemon_stop(struct daemon *d)
 {
+    libvirt_watch_stop(d->libvirt); /* it is a client of the control socket */
     control_close(d->ctl);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * libvirt.c - the daemon's libvirt watcher (libvirt.h). One thread runs
+ * libvirt's default event loop; every callback runs on it. A change is
+ * applied through the daemon's control socket (ctl_client), as any client
+ * would, so the control thread stays the only one that touches the
+ * scheduler and each request is checked there, all or nothing.
+ *
+ * What a metadata change does (docs/libvirt.md): not attached + element
+ * -> attach; attached -> `set` the parameters, or move the domain when its
+ * pool changes (detach, attach; the old attachment is restored if the new
+ * one is refused); element removed -> detach. Lifecycle STARTED attaches
+ * (a backstop for a missing hook), STOPPED detaches.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl/ctl_client.h"
+#include "libvirt.h"
+#include "libvirt_meta.h"
+#include "log.h"
+
+#define WATCH_CALL_TIMEOUT_MS 2000 /* a control request; the daemon answers in ms */
+#define WATCH_TICK_MS         250  /* loop wake-up: stop requests and reconnect timing */
+#define WATCH_BACKOFF_MIN_MS  500  /* first retry after libvirtd went away */
+#define WATCH_BACKOFF_MAX_MS  5000 /* cap: libvirtd restarts take a few seconds */
+#define WATCH_KEEPALIVE_S     5    /* probe interval; dead after 3 unanswered */
+
+enum watch_mode {
+    WATCH_FULL,        /* a metadata change: attach, update, move or detach */
+    WATCH_ATTACH_ONLY, /* start or resync: attach if opted in and not attached */
+};
+
+struct libvirt_watch {
+    char uri[256];
+    char socket[108];
+    pthread_t thread;
+    atomic_bool stop;
+    atomic_bool closed; /* set by the close callback, acted on by the loop */
+    virConnectPtr conn;
+    int cb_meta, cb_life, timer;
+    unsigned int backoff_ms;
+    struct timespec next_try;
+    bool was_connected; /* for "reconnected" vs "connected" */
+    bool down_logged;   /* one line per outage, not one per retry */
+};
+
+static const char *
+last_error(void)
+{
+    virErrorPtr e = virGetLastError();
+
+    return e != NULL && e->message != NULL ? e->message : "unknown libvirt error";
+}
+
+/* libvirt's default handler prints every error to stderr; we log our own. */
+static void
+quiet_errors(void *opaque, virErrorPtr e)
+{
+    (void)opaque;
+    (void)e;
+}
+
+/* --- requests to the daemon's control socket --------------------------- */
+
+/* 0, the daemon's errno (> 0), or -errno when it cannot be reached. */
+static int
+watch_call(struct libvirt_watch *w, const struct ctl_request *req, struct json_object **res,
+           char *msg, size_t len)
+{
+    struct json_object *r0 = NULL;
+    int errnum = 0, r;
+
+    msg[0] = '\0';
+    r = ctl_client_request(w->socket, WATCH_CALL_TIMEOUT_MS, req, &r0, &errnum, msg, len);
+    if (res != NULL)
+        *res = r0;
+    else
+        json_object_put(r0);
+    return r < 0 ? r : errnum;
+}
+
+static struct ctl_request *
+req_new(enum ctl_cmd cmd, const char *name)
+{
+    struct ctl_request *req = calloc(1, sizeof(*req));
+
+    if (req == NULL)
+        return NULL;
+    req->cmd = cmd;
+    snprintf(req->name, sizeof(req->name), "%s", name != NULL ? name : "");
+    return req;
+}
+
+/* A new reference to member `key` of the result of a no-argument command. */
+static int
+watch_query(struct libvirt_watch *w, enum ctl_cmd cmd, const char *key, struct json_object **out,
+            char *msg, size_t len)
+{
+    struct ctl_request *req = req_new(cmd, NULL);
+    struct json_object *res = NULL, *v;
+    int r;
+
+    *out = NULL;
+    if (req == NULL)
+        return -ENOMEM;
+    req->pool_op = CTL_POOL_LIST;
+    r = watch_call(w, req, &res, msg, len);
+    if (r == 0 && json_object_object_get_ex(res, key, &v))
+        *out = json_object_get(v);
+    else if (r == 0) {
+        snprintf(msg, len, "%s: no %s in the reply", ctl_cmd_name(cmd), key);
+        r = -EPROTO;
+    }
+    json_object_put(res);
+    free(req);
+    return r;
+}
+
+/* The attached domain `name` from `list` (a new reference), or NULL. */
+static int
+watch_domain(struct libvirt_watch *w, const char *name, struct json_object **dom, char *msg,
+             size_t len)
+{
+    struct json_object *doms, *d, *n;
+    int r = watch_query(w, CTL_LIST, "domains", &doms, msg, len);
+
+    *dom = NULL;
+    for (size_t i = 0; r == 0 && i < json_object_array_length(doms); i++) {
+        d = json_object_array_get_idx(doms, i);
+        if (json_object_object_get_ex(d, "name", &n) &&
+            strcmp(json_object_get_string(n), name) == 0)
+            *dom = json_object_get(d);
+    }
+    json_object_put(doms);
+    return r;
+}
+
+static const char *
+json_str(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+
+    return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
+}
+
+/* Attach `name` (its threads found by the daemon from libvirt's status file). */
+static int
+watch_attach(struct libvirt_watch *w, const char *name, const char *pool,
+             const struct libvirt_meta *m, struct json_object *params, char *msg, size_t len)
+{
+    struct ctl_request *req = req_new(CTL_ATTACH, name);
+    int r = 0;
+
+    if (req == NULL)
+        return -ENOMEM;
+    req->target = CTL_TARGET_LIBVIRT;
+    snprintf(req->libvirt, sizeof(req->libvirt), "%s", name);
+    snprintf(req->pool, sizeof(req->pool), "%s", pool);
+    for (size_t i = 0; m != NULL && i < m->nr_params && r == 0; i++)
+        r = ctl_request_add_param(req, m->keys[i], m->vals[i], msg, len);
+    if (params != NULL) {
+        json_object_object_foreach(params, k, v)
+        {
+            if (r == 0)
+                r = ctl_request_add_param(req, k, json_object_get_string(v), msg, len);
+        }
+    }
+    if (r == 0)
+        r = watch_call(w, req, NULL, msg, len);
+    free(req);
+    return r;
+}
+
+static int
+watch_simple(struct libvirt_watch *w, enum ctl_cmd cmd, const char *name,
+             const struct libvirt_meta *m, char *msg, size_t len)
+{
+    struct ctl_request *req = req_new(cmd, name);
+    int r = 0;
+
+    if (req == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; m != NULL && i < m->nr_params && r == 0; i++)
+        r = ctl_request_add_param(req, m->keys[i], m->vals[i], msg, len);
+    if (r == 0)
+        r = watch_call(w, req, NULL, msg, len);
+    free(req);
+    return r;
+}
+
+/* --- applying a domain's metadata --------------------------------------- */
+
+/* Move attached `dom` to `pool`; on refusal put it back as it was. */
+static int
+watch_move(struct libvirt_watch *w, const char *name, struct json_object *dom, const char *pool,
+           const struct libvirt_meta *m, char *msg, size_t len)
+{
+    struct json_object *old = NULL;
+    char undo[256];
+    int r;
+
+    json_object_object_get_ex(dom, "params", &old);
+    r = watch_simple(w, CTL_DETACH, name, NULL, msg, len);
+    if (r != 0)
+        return r;
+    r = watch_attach(w, name, pool, m, NULL, msg, len);
+    if (r != 0 && watch_attach(w, name, json_str(dom, "pool"), NULL, old, undo, sizeof(undo)) != 0)
+        log_warnx("libvirt domain %s: could not restore it to pool %s: %s", name,
+                  json_str(dom, "pool"), undo);
+    return r;
+}
+
+/* Attach (dom NULL), set or move a domain per its metadata `m`. */
+static int
+watch_update(struct libvirt_watch *w, const char *name, struct json_object *dom,
+             const struct libvirt_meta *m, char *msg, size_t len)
+{
+    struct json_object *pools = NULL;
+    char pool[CTL_NAME_SIZE];
+    int r;
+
+    r = watch_query(w, CTL_POOL, "pools", &pools, msg, len);
+    if (r == 0)
+        r = libvirt_meta_choose_pool(m, pools, dom ? json_str(dom, "pool") : NULL, pool,
+                                     sizeof(pool), msg, len);
+    json_object_put(pools);
+    if (r != 0)
+        return r;
+    if (dom == NULL)
+        return watch_attach(w, name, pool, m, NULL, msg, len);
+    if (strcmp(pool, json_str(dom, "pool")) != 0)
+        return watch_move(w, name, dom, pool, m, msg, len);
+    return m->nr_params > 0 ? watch_simple(w, CTL_SET, name, m, msg, len) : 0;
+}
+
+/* Bring the daemon in line with metadata `m` of running domain `name`. */
+static void
+watch_apply(struct libvirt_watch *w, const char *name, const struct libvirt_meta *m,
+            enum watch_mode mode)
+{
+    struct json_object *dom = NULL;
+    char msg[512], desc[256];
+    const char *what = NULL;
+    int r;
+
+    libvirt_meta_format(m, desc, sizeof(desc));
+    r = watch_domain(w, name, &dom, msg, sizeof(msg));
+    if (r == 0 && dom == NULL && m->present) {
+        what = "attached";
+        r = watch_update(w, name, NULL, m, msg, sizeof(msg));
+    } else if (r == 0 && dom != NULL && mode == WATCH_FULL && m->present) {
+        what = "updated";
+        r = watch_update(w, name, dom, m, msg, sizeof(msg));
+    } else if (r == 0 && dom != NULL && mode == WATCH_FULL) {
+        what = "metadata removed: detached";
+        r = watch_simple(w, CTL_DETACH, name, NULL, msg, sizeof(msg));
+    }
+    if (r != 0)
+        log_warnx("libvirt domain %s: metadata not applied, nothing changed (%s): %s: %s", name,
+                  desc, r < 0 ? w->socket : ctl_errno_name(r), msg);
+    else if (what != NULL)
+        log_info("libvirt domain %s: %s (%s)", name, what, desc[0] ? desc : "defaults");
+    json_object_put(dom);
+}
+
+/*
+ * Read domain `dom`'s live metadata and apply it. A missing element is
+ * "no metadata"; an invalid one is one error line and changes nothing.
+ */
+static void
+watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum watch_mode mode)
+{
+    const char *name = virDomainGetName(dom);
+    struct libvirt_meta *m = calloc(1, sizeof(*m));
+    char err[512];
+    char *xml;
+
+    if (m == NULL || name == NULL || !libvirt_meta_name_ok(name)) {
+        if (m != NULL && name != NULL && mode == WATCH_FULL)
+            log_warnx("libvirt domain: a name vcpusched does not accept (1-63 of "
+                      "A-Za-z0-9_.:+@-): ignored");
+        free(m);
+        return;
+    }
+    xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, LIBVIRT_META_NS,
+                               VIR_DOMAIN_AFFECT_LIVE);
+    if (xml == NULL && virGetLastErrorCode() != VIR_ERR_NO_DOMAIN_METADATA) {
+        log_warnx("libvirt domain %s: read metadata: %s", name, last_error());
+    } else if (libvirt_meta_parse_element(xml, xml ? strlen(xml) : 0, m, err, sizeof(err)) < 0) {
+        log_warnx("libvirt domain %s: invalid vcpusched metadata, nothing changed: %s", name, err);
+    } else {
+        watch_apply(w, name, m, mode);
+    }
+    free(xml);
+    free(m);
+}
+
+static int
+on_metadata(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri, void *opaque)
+{
+    (void)conn;
+    if (type == VIR_DOMAIN_METADATA_ELEMENT && nsuri != NULL &&
+        strcmp(nsuri, LIBVIRT_META_NS) == 0 && virDomainIsActive(dom) == 1)
+        watch_domain_sync(opaque, dom, WATCH_FULL);
+    return 0;
+}
+
+static int
+on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *opaque)
+{
+    struct libvirt_watch *w = opaque;
+    const char *name = virDomainGetName(dom);
+    char msg[512];
+    int r;
+
+    (void)conn;
+    (void)detail;
+    if (event == VIR_DOMAIN_EVENT_STARTED) {
+        watch_domain_sync(w, dom, WATCH_ATTACH_ONLY);
+    } else if (event == VIR_DOMAIN_EVENT_STOPPED && name != NULL && libvirt_meta_name_ok(name)) {
+        r = watch_simple(w, CTL_DETACH, name, NULL, msg, sizeof(msg));
+        if (r == 0)
+            log_info("libvirt domain %s: stopped: detached", name);
+        else if (r != ENOENT)
+            log_warnx("libvirt domain %s: stopped: detach: %s", name, msg);
+    }
+    return 0;
+}
+
+static void
+on_close(virConnectPtr conn, int reason, void *opaque)
+{
+    struct libvirt_watch *w = opaque;
+
+    (void)conn;
+    (void)reason;
+    atomic_store(&w->closed, true); /* the loop tears down: not allowed in here */
+}
+
+/* --- connection ---------------------------------------------------------- */
+
+/* Every running domain with metadata and not attached gets attached. */
+static void
+watch_resync(struct libvirt_watch *w)
+{
+    virDomainPtr *doms = NULL;
+    int n = virConnectListAllDomains(w->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+
+    if (n < 0) {
+        log_warnx("libvirt %s: list domains: %s", w->uri, last_error());
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!atomic_load(&w->stop))
+            watch_domain_sync(w, doms[i], WATCH_ATTACH_ONLY);
+        virDomainFree(doms[i]);
+    }
+    free(doms);
+}
+
+static void
+watch_disconnect(struct libvirt_watch *w)
+{
+    if (w->conn == NULL)
+        return;
+    if (w->cb_meta >= 0)
+        virConnectDomainEventDeregisterAny(w->conn, w->cb_meta);
+    if (w->cb_life >= 0)
+        virConnectDomainEventDeregisterAny(w->conn, w->cb_life);
+    virConnectUnregisterCloseCallback(w->conn, on_close);
+    virConnectClose(w->conn);
+    w->conn = NULL;
+    w->cb_meta = w->cb_life = -1;
+}
+
+/* Open, register every callback (ids are per connection), resync. */
+static int
+watch_connect(struct libvirt_watch *w)
+{
+    w->conn = virConnectOpenReadOnly(w->uri);
+    if (w->conn == NULL)
+        return -1;
+    virConnSetErrorFunc(w->conn, NULL, quiet_errors);
+    w->cb_meta =
+        virConnectDomainEventRegisterAny(w->conn, NULL, VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
+                                         VIR_DOMAIN_EVENT_CALLBACK(on_metadata), w, NULL);
+    w->cb_life = virConnectDomainEventRegisterAny(w->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                                  VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), w, NULL);
+    if (w->cb_meta < 0 || w->cb_life < 0 ||
+        virConnectRegisterCloseCallback(w->conn, on_close, w, NULL) < 0 ||
+        virConnectSetKeepAlive(w->conn, WATCH_KEEPALIVE_S, 3) < 0) {
+        watch_disconnect(w);
+        return -1;
+    }
+    atomic_store(&w->closed, false);
+    log_info("libvirt: %s %s", w->was_connected ? "reconnected to" : "connected to", w->uri);
+    w->was_connected = true;
+    w->down_logged = false;
+    w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+    watch_resync(w);
+    return 0;
+}
+
+static bool
+time_reached(const struct timespec *t)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void
+retry_later(struct libvirt_watch *w)
+{
+    clock_gettime(CLOCK_MONOTONIC, &w->next_try);
+    w->next_try.tv_sec += w->backoff_ms / 1000;
+    w->next_try.tv_nsec += (long)(w->backoff_ms % 1000) * 1000000L;
+    if (w->next_try.tv_nsec >= 1000000000L) {
+        w->next_try.tv_sec++;
+        w->next_try.tv_nsec -= 1000000000L;
+    }
+    w->backoff_ms =
+        w->backoff_ms * 2 > WATCH_BACKOFF_MAX_MS ? WATCH_BACKOFF_MAX_MS : w->backoff_ms * 2;
+}
+
+/* Connected, or due for a retry: one step of the connection's state machine. */
+static void
+watch_step(struct libvirt_watch *w)
+{
+    if (w->conn != NULL && atomic_load(&w->closed)) {
+        log_warnx("libvirt: connection to %s lost: reconnecting", w->uri);
+        watch_disconnect(w);
+        w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+        retry_later(w);
+        return;
+    }
+    if (w->conn != NULL || !time_reached(&w->next_try))
+        return;
+    if (watch_connect(w) == 0)
+        return;
+    if (!w->down_logged)
+        log_warnx("libvirt: cannot connect to %s (retrying every %u s at most): %s", w->uri,
+                  WATCH_BACKOFF_MAX_MS / 1000, last_error());
+    w->down_logged = true;
+    retry_later(w);
+}
+
+static void
+on_tick(int timer, void *opaque)
+{
+    (void)timer;
+    (void)opaque; /* only wakes the loop up so that it checks its flags */
+}
+
+static void *
+watch_main(void *arg)
+{
+    struct libvirt_watch *w = arg;
+
+    w->timer = virEventAddTimeout(WATCH_TICK_MS, on_tick, w, NULL);
+    if (w->timer < 0) {
+        log_warnx("libvirt: cannot add an event loop timer: watcher stopped");
+        return NULL;
+    }
+    while (!atomic_load(&w->stop)) {
+        watch_step(w);
+        if (virEventRunDefaultImpl() < 0)
+            log_warnx("libvirt: event loop: %s", last_error());
+    }
+    watch_disconnect(w);
+    virEventRemoveTimeout(w->timer);
+    return NULL;
+}
+
+int
+libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char *socket, char *err,
+                    size_t errlen)
+{
+    struct libvirt_watch *w = calloc(1, sizeof(*w));
+    int r;
+
+    *out = NULL;
+    if (w == NULL)
+        return -ENOMEM;
+    snprintf(w->uri, sizeof(w->uri), "%s", uri);
+    snprintf(w->socket, sizeof(w->socket), "%s", socket);
+    w->cb_meta = w->cb_life = -1;
+    w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+    clock_gettime(CLOCK_MONOTONIC, &w->next_try);
+    /* Once, before any connection and before threads use libvirt. */
+    if (virInitialize() < 0 || virEventRegisterDefaultImpl() < 0) {
+        snprintf(err, errlen, "libvirt: initialise: %s", last_error());
+        free(w);
+        return -EIO;
+    }
+    virSetErrorFunc(NULL, quiet_errors);
+    r = pthread_create(&w->thread, NULL, watch_main, w);
+    if (r != 0) {
+        snprintf(err, errlen, "libvirt: start the watcher thread: %s", strerror(r));
+        free(w);
+        return -r;
+    }
+    *out = w;
+    return 0;
+}
+
+void
+libvirt_watch_stop(struct libvirt_watch *w)
+{
+    if (w == NULL)
+        return;
+    atomic_store(&w->stop, true);
+    pthread_join(w->thread, NULL); /* the loop wakes up every WATCH_TICK_MS */
+    free(w);
+}
