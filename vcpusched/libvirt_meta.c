@@ -56,6 +56,16 @@ value_ok(const char *s)
     return true;
 }
 
+/* Only blanks in xml[0..len) (not NUL-terminated: the fuzzer's input). */
+static bool
+blank(const char *xml, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (xml[i] != ' ' && xml[i] != '\t' && xml[i] != '\r' && xml[i] != '\n')
+            return false;
+    return true;
+}
+
 /* Text from the document for a message: printable ASCII, else \xHH, cut. */
 static void
 quote(const char *s, char *out, size_t len)
@@ -306,7 +316,7 @@ libvirt_meta_parse_element(const char *xml, size_t len, struct libvirt_meta *m, 
 
     memset(m, 0, sizeof(*m));
     err[0] = '\0';
-    if (xml == NULL || len == 0 || strspn(xml, " \t\r\n") >= len)
+    if (xml == NULL || blank(xml, len))
         return 0;
     doc = doc_read(xml, len, "metadata", &r, err, errlen);
     if (doc == NULL)
