@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * spin_target.c - the scheduled programs of the engine benchmark
+ * (bench/engine_bench.py): busy loops, a counting loop whose progress
+ * another process reads from a shared file, and a periodic sleeper.
+ *
+ *     spin_target SPEC [SPEC ...]
+ *     SPEC: busy | count:FILE | sleep:PERIOD_US:RUN_US
+ *
+ * One SPEC runs in the main thread (a single-threaded process); several
+ * run as pthreads of one process. The thread ids, in SPEC order, go to
+ * stdout as one line once every thread runs. Runs until killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPIN_MAX_THREADS 8
+/* Work units between two publications of the count: ~1 us of work, so the
+ * store is a small part of the loop and the reader's resolution is fine. */
+#define SPIN_UNITS_PER_ITER 256
+#define NSEC_PER_USEC       1000ull
+#define NSEC_PER_SEC        1000000000ull
+
+enum spin_kind {
+    SPIN_BUSY,
+    SPIN_COUNT,
+    SPIN_SLEEP,
+};
+
+struct spin_thread {
+    enum spin_kind kind;
+    _Atomic uint64_t *count; /* SPIN_COUNT: iterations, in a shared page */
+    uint64_t period_ns, run_ns;
+    atomic_int tid;
+    pthread_t th;
+};
+
+static uint64_t
+now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* A dependent multiply-add chain: the same work per unit on every run. */
+static uint64_t
+spin_work(uint64_t x)
+{
+    for (unsigned int i = 0; i < SPIN_UNITS_PER_ITER; i++)
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+static void
+spin_count(struct spin_thread *t)
+{
+    volatile uint64_t sink = 1; /* keeps the work from being optimised away */
+    uint64_t n = 0;
+
+    for (;;) {
+        sink = spin_work(sink);
+        atomic_store_explicit(t->count, ++n, memory_order_relaxed);
+    }
+}
+
+/* Wake every period at an absolute time, then run run_ns. */
+static void
+spin_sleep(struct spin_thread *t)
+{
+    uint64_t next = now_ns() + t->period_ns;
+
+    prctl(PR_SET_TIMERSLACK, 1UL);
+    for (;;) {
+        struct timespec ts = {.tv_sec = (time_t)(next / NSEC_PER_SEC),
+                              .tv_nsec = (long)(next % NSEC_PER_SEC)};
+        uint64_t end;
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        end = now_ns() + t->run_ns;
+        while (now_ns() < end)
+            ;
+        next += t->period_ns;
+        if (next < now_ns())
+            next = now_ns() + t->period_ns; /* overran: do not catch up in a burst */
+    }
+}
+
+static void *
+spin_main(void *arg)
+{
+    struct spin_thread *t = arg;
+    volatile uint64_t sink = 1;
+
+    atomic_store(&t->tid, (int)syscall(SYS_gettid));
+    if (t->kind == SPIN_COUNT)
+        spin_count(t);
+    else if (t->kind == SPIN_SLEEP)
+        spin_sleep(t);
+    for (;;)
+        sink = spin_work(sink);
+    return NULL;
+}
+
+/* Map FILE (created, one page) for a counter. */
+static _Atomic uint64_t *
+spin_map_count(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    void *p;
+
+    if (fd < 0 || ftruncate(fd, 4096) < 0) {
+        fprintf(stderr, "spin_target: %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "spin_target: mmap %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    return p;
+}
+
+static int
+spin_parse(struct spin_thread *t, char *spec)
+{
+    unsigned long period_us, run_us;
+    char extra;
+
+    if (strcmp(spec, "busy") == 0) {
+        t->kind = SPIN_BUSY;
+    } else if (strncmp(spec, "count:", 6) == 0 && spec[6] != '\0') {
+        t->kind = SPIN_COUNT;
+        t->count = spin_map_count(spec + 6);
+    } else if (sscanf(spec, "sleep:%lu:%lu%c", &period_us, &run_us, &extra) == 2 && period_us > 0 &&
+               run_us < period_us) {
+        t->kind = SPIN_SLEEP;
+        t->period_ns = period_us * NSEC_PER_USEC;
+        t->run_ns = run_us * NSEC_PER_USEC;
+    } else {
+        fprintf(stderr, "spin_target: bad spec '%s'\n", spec);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static struct spin_thread th[SPIN_MAX_THREADS];
+    int n = argc - 1;
+
+    if (n < 1 || n > SPIN_MAX_THREADS) {
+        fprintf(stderr,
+                "usage: spin_target SPEC [SPEC ...] (at most %d)\n"
+                "  SPEC: busy | count:FILE | sleep:PERIOD_US:RUN_US\n",
+                SPIN_MAX_THREADS);
+        return 2;
+    }
+    for (int i = 0; i < n; i++)
+        if (spin_parse(&th[i], argv[i + 1]) < 0)
+            return 2;
+    if (n == 1) {
+        printf("%d\n", (int)syscall(SYS_gettid));
+        fflush(stdout);
+        spin_main(&th[0]);
+    }
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&th[i].th, NULL, spin_main, &th[i]) != 0)
+            return 1;
+    for (int i = 0; i < n; i++) {
+        while (atomic_load(&th[i].tid) == 0)
+            usleep(1000);
+        printf("%s%d", i ? " " : "", atomic_load(&th[i].tid));
+    }
+    printf("\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
