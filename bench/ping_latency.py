@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""Ping tail latency between two VMs under background load, comparing the
+stock kernel scheduler, vcpusched's Credit and Credit2 side by side.
+
+The Xen experiment (seeds-digest 001) on QEMU guests: a ping VM and a pong
+VM exchange pings while background VMs load the same host CPU, either
+CPU-bound (`yes > /dev/null`) or network-bound (iperf3 between a netload and
+a netsink VM). Every guest has one vCPU; all vCPU threads share the managed
+CPU, all emulator threads stay on the housekeeping CPU. For each repetition
+and each background the schedulers run one after the other in a rotating
+order, so they are compared under the same conditions, minutes apart at most.
+
+  kernel   vCPU threads stay SCHED_OTHER, pinned to the managed CPU
+  credit   vcpuschedd, pool policy credit (Xen defaults), every VM attached
+  credit2  vcpuschedd, pool policy credit2 (Xen defaults), every VM attached
+
+Results: per scheduler and background, the RTT distribution over all
+repetitions (p50/p99/p99.9/max, ms) and the spread of per-run p99, written
+as Markdown and JSON (with every RTT) under bench/results/.
+"""
+
+import argparse
+import contextlib
+import datetime
+import fcntl
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+VM = os.path.join(SRC, "vm-images")
+MANAGED, HOUSEKEEPING = "1", "0"
+SCHEDULERS = ("kernel", "credit", "credit2")
+# The default comparison, plus Credit with the ping and pong VMs at twice the
+# default weight: a TCG guest is heavy enough to go OVER now and then, which
+# costs it BOOST (see bench/README.md).
+DEFAULT_SCHEDULERS = ("kernel", "credit", "credit2", "credit:weight=512")
+# Held while any VM of the benchmark runs, so that tests and other benchmarks
+# on this host (tests/integration/run-exclusive) never overlap with it.
+LOCK = "/run/lock/vcpusched-test.lock"
+BACKGROUNDS = ("none", "cpu", "net")
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def percentile(xs, p):
+    """Nearest-rank percentile of a non-empty list."""
+    s = sorted(xs)
+    k = max(1, min(len(s), int(p / 100.0 * len(s) + 0.999999)))
+    return s[k - 1]
+
+
+@contextlib.contextmanager
+def exclusive():
+    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
+    with open(LOCK, "a") as f:
+        if os.environ.get("VCPUSCHED_LOCK_HELD") != "1":
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def sched_spec(spec):
+    """'credit:weight=512,cap=0' -> ('credit', ['weight=512', 'cap=0']): the
+    policy, and domain parameters for the ping and pong VMs only."""
+    name, _, params = spec.partition(":")
+    if name not in SCHEDULERS:
+        raise argparse.ArgumentTypeError(f"unknown scheduler {name!r} ({', '.join(SCHEDULERS)})")
+    if name == "kernel" and params:
+        raise argparse.ArgumentTypeError("the kernel scheduler takes no parameters")
+    return name, [kv for kv in params.split(",") if kv]
+
+
+def vs_lines(path):
+    """The guest's VS- lines (serial console), kernel noise removed."""
+    try:
+        with open(path, errors="replace") as f:
+            return [l.rstrip("\r\n") for l in f if l.startswith("VS-")]
+    except FileNotFoundError:
+        return []
+
+
+def fields(line):
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+class Guest:
+    def __init__(self, bench, name, role, ip=None, peer=None, lport=None, rport=None,
+                 extra=""):
+        self.b, self.name, self.role = bench, name, role
+        self.serial = os.path.join(bench.dir, f"{name}.log")
+        self.pidfile = os.path.join(bench.dir, f"{name}.pid")
+        self.qmp = os.path.join(bench.dir, f"{name}.qmp")
+        args = [os.path.join(VM, "run-guest"), "--name", name, "--role", role,
+                "--serial", self.serial, "--pidfile", self.pidfile, "--qmp", self.qmp,
+                "--smp", "1", "--mem", "128", "--accel", bench.accel,
+                "--cpu-affinity", HOUSEKEEPING, "--vcpu-affinity", MANAGED,
+                "--kernel", bench.kernel, "--initrd", bench.initrd]
+        if ip:
+            args += ["--ip", ip]
+        if peer:
+            args += ["--peer", peer]
+        if lport:
+            args += ["--local-port", str(lport), "--remote-port", str(rport)]
+        if extra:
+            args += ["--extra-cmdline", extra]
+        for f in (self.serial, self.qmp):
+            if os.path.exists(f):
+                os.unlink(f)
+        self.pid = int(subprocess.run(args, check=True, capture_output=True,
+                                      text=True).stdout.split()[-1])
+
+    def wait_line(self, prefix, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for l in vs_lines(self.serial):
+                if l.startswith(prefix):
+                    return l
+                if l.startswith("VS-ERROR"):
+                    raise RuntimeError(f"{self.name}: {l}")
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name}: no {prefix} within {timeout} s: {vs_lines(self.serial)}")
+
+    def alive(self):
+        return os.path.exists(f"/proc/{self.pid}")
+
+    def stop(self):
+        subprocess.run([os.path.join(VM, "stop-guest"), self.pidfile], capture_output=True)
+
+
+class Daemon:
+    def __init__(self, bench):
+        self.b = bench
+        self.sock = os.path.join(bench.dir, "control.sock")
+        cmd = [os.path.join(bench.build, "vcpusched", "vcpuschedd"), "--foreground",
+               "--socket", self.sock, "--state", os.path.join(bench.dir, "state"),
+               "--cpus", MANAGED, "--policy", "credit", "--pattern", "shared",
+               "--rt-runtime-us", str(bench.rt_runtime_us)]
+        with open(os.path.join(bench.dir, "vcpuschedd.log"), "ab") as logf:
+            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=logf)
+        deadline = time.monotonic() + 10
+        while self.ctl("version", check=False).returncode != 0:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("vcpuschedd did not start (see vcpuschedd.log)")
+            time.sleep(0.05)
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([os.path.join(self.b.build, "vcpusched", "vcpuschedctl"),
+                            "--socket", self.sock, *args], capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"vcpuschedctl {' '.join(args)}: {r.stderr.strip()}")
+        return r
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.build = os.path.abspath(a.build)
+        self.dir = tempfile.mkdtemp(prefix="vcpusched-bench-")
+        self.accel = subprocess.run([os.path.join(VM, "accel")], capture_output=True,
+                                    text=True).stdout.strip() or "tcg"
+        env = subprocess.run([os.path.join(VM, "build-image.sh")], check=True,
+                             capture_output=True, text=True).stdout
+        img = dict(l.split("=", 1) for l in env.split() if "=" in l)
+        self.kernel, self.initrd = img["VS_KERNEL"], img["VS_INITRD"]
+        self.rt_runtime_us = a.rt_runtime_us
+        self.guests = []
+        self.daemon = None
+        self.port = 42000
+
+    def ports(self):
+        self.port += 2
+        return self.port, self.port + 1
+
+    def start(self, *args, **kw):
+        g = Guest(self, *args, **kw)
+        self.guests.append(g)
+        return g
+
+    def background(self, kind):
+        """Start pong and the background VMs; return them once they are up."""
+        lp, rp = self.ports()
+        pong = self.start("pong", "pong", ip="10.0.0.2/24", lport=rp, rport=lp)
+        bg = []
+        if kind == "cpu":
+            bg = [self.start(f"hog{i}", "hog") for i in range(self.a.hogs)]
+        elif kind == "net":
+            nl, nr = self.ports()
+            bg = [self.start("netsink", "netsink", ip="10.0.1.2/24", lport=nr, rport=nl),
+                  self.start("netload", "netload", ip="10.0.1.1/24", peer="10.0.1.2",
+                             lport=nl, rport=nr,
+                             extra=f"vs.duration=3600 vs.rate={self.a.net_rate}")]
+        for g in [pong] + bg:
+            g.wait_line("VS-READY", 90)
+        if kind == "net":
+            bg[1].wait_line("VS-NET ", 90)
+        return (lp, rp), [pong] + bg
+
+    def attach(self, guests, params=()):
+        for g in guests:
+            self.daemon.ctl("attach", g.name, "--qmp", g.qmp, *params)
+
+    def detach(self, guests):
+        for g in guests:
+            self.daemon.ctl("detach", g.name, check=False)
+
+    def ping_run(self, spec, link, others):
+        """One ping VM run under scheduler `spec`; returns the RTTs (ms) after
+        warm-up and the lost count. others[0] is the pong VM."""
+        lp, rp = link
+        sched, params = sched_spec(spec)
+        if sched != "kernel":
+            self.daemon.ctl("pool", "set", "main", f"policy={sched}")
+            self.attach(others[:1], params)
+            self.attach(others[1:])
+        ping = self.start("ping", "ping", ip="10.0.0.1/24", peer="10.0.0.2", lport=lp,
+                          rport=rp, extra=f"vs.count={self.a.count} "
+                                          f"vs.interval={self.a.interval}")
+        try:
+            if sched != "kernel":
+                deadline = time.monotonic() + 10
+                while not os.path.exists(ping.qmp) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                self.daemon.ctl("attach", ping.name, "--qmp", ping.qmp, *params)
+            budget = 120 + self.a.count * self.a.interval * 4
+            ping.wait_line("VS-DONE", budget)
+        finally:
+            ping.stop()
+            self.guests.remove(ping)
+            if sched != "kernel":
+                self.detach([ping] + others)
+        rtts = [int(fields(l)["rtt_us"]) / 1000.0 for l in vs_lines(ping.serial)
+                if l.startswith("VS-RTT")]
+        lost = sum(1 for l in vs_lines(ping.serial) if l.startswith("VS-LOST"))
+        return rtts[self.a.warmup:], lost
+
+    def run(self):
+        res = {s: {b: {"rtts": [], "p99s": [], "lost": 0} for b in self.a.backgrounds}
+               for s in self.a.schedulers}
+        managed = any(sched_spec(s)[0] != "kernel" for s in self.a.schedulers)
+        for rep in range(self.a.reps):
+            for bg in self.a.backgrounds:
+                # A daemon per block: it changes sched_rt_runtime_us while it
+                # runs, which nothing else on the host should see.
+                with exclusive():
+                    self.daemon = Daemon(self) if managed else None
+                    try:
+                        self.one_background(res, rep, bg)
+                    finally:
+                        if self.daemon:
+                            self.daemon.stop()
+        return res
+
+    def one_background(self, res, rep, bg):
+        link, others = self.background(bg)
+        time.sleep(self.a.settle)
+        order = self.a.schedulers[rep % len(self.a.schedulers):] + \
+            self.a.schedulers[:rep % len(self.a.schedulers)]
+        for sched in order:
+            rtts, lost = self.ping_run(sched, link, others)
+            r = res[sched][bg]
+            r["rtts"] += rtts
+            r["lost"] += lost
+            if rtts:
+                r["p99s"].append(percentile(rtts, 99))
+            log(f"rep {rep + 1}/{self.a.reps} bg={bg:4} {sched:8} n={len(rtts)} "
+                f"p50={percentile(rtts, 50):.2f} p99={percentile(rtts, 99):.2f} "
+                f"max={max(rtts):.2f} ms lost={lost}" if rtts else f"{sched}: no RTT")
+        for g in others:
+            g.stop()
+            self.guests.remove(g)
+
+    def cleanup(self):
+        for g in self.guests:
+            g.stop()
+        if self.daemon:
+            self.daemon.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def summarize(res, a, meta):
+    lines = [f"# Ping tail latency between VMs ({meta['date']})", "",
+             f"Command: `{meta['command']}`", "",
+             f"Host: {meta['host']}, accel {meta['accel']}, sched_rt_runtime_us during "
+             f"vcpuschedd runs: {a.rt_runtime_us}. {a.reps} repetition(s); per run "
+             f"{a.count} pings every {a.interval} s, first {a.warmup} dropped. "
+             "RTT in ms, all runs pooled; `p99 runs` is the range of per-run p99.", "",
+             "| background | scheduler | n | p50 | p99 | p99.9 | max | p99 runs | "
+             "p99 / kernel | lost |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for bg in a.backgrounds:
+        base = res.get("kernel", {}).get(bg, {}).get("rtts") or None  # the stock scheduler
+        for s in a.schedulers:
+            r = res[s][bg]
+            x = r["rtts"]
+            if not x:
+                lines.append(f"| {bg} | {s} | 0 | | | | | | | {r['lost']} |")
+                continue
+            ratio = f"{percentile(x, 99) / percentile(base, 99):.2f}" if base else ""
+            lines.append(
+                f"| {bg} | {s} | {len(x)} | {percentile(x, 50):.2f} | "
+                f"{percentile(x, 99):.2f} | {percentile(x, 99.9):.2f} | {max(x):.2f} | "
+                f"{min(r['p99s']):.2f}-{max(r['p99s']):.2f} | {ratio} | {r['lost']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(SRC, "build", "main"))
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--count", type=int, default=200, help="pings per run")
+    p.add_argument("--interval", type=float, default=0.05, help="seconds between pings")
+    p.add_argument("--warmup", type=int, default=10, help="pings dropped per run")
+    p.add_argument("--hogs", type=int, default=2, help="CPU-bound background VMs")
+    p.add_argument("--net-rate", type=int, default=20,
+                   help="netload's iperf3 rate, Mbit/s (0: unlimited, CPU-bound under TCG)")
+    p.add_argument("--settle", type=float, default=2.0, help="seconds before pinging")
+    p.add_argument("--schedulers", default=" ".join(DEFAULT_SCHEDULERS),
+                   help="space-separated; 'credit:weight=512' sets parameters of the ping "
+                        "and pong VMs")
+    p.add_argument("--backgrounds", default=",".join(BACKGROUNDS))
+    p.add_argument("--rt-runtime-us", type=int, default=-1,
+                   help="sched_rt_runtime_us while vcpuschedd runs (restored after)")
+    p.add_argument("--out", default=os.path.join(SRC, "bench", "results"))
+    a = p.parse_args()
+    a.schedulers = tuple(a.schedulers.split())
+    for spec in a.schedulers:
+        sched_spec(spec)
+    a.backgrounds = tuple(a.backgrounds.split(","))
+    if os.geteuid() != 0:
+        sys.exit("ping_latency.py: run as root")
+    os.sched_setaffinity(0, {int(HOUSEKEEPING)})
+    b = Bench(a)
+    meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "command": " ".join([os.path.relpath(sys.argv[0], SRC)] + sys.argv[1:]),
+            "host": f"{platform.node()} {platform.release()} {os.cpu_count()} CPUs",
+            "accel": b.accel}
+    try:
+        res = b.run()
+    finally:
+        b.cleanup()
+    text = summarize(res, a, meta)
+    print(text)
+    os.makedirs(a.out, exist_ok=True)
+    stamp = meta["date"].replace(":", "")
+    with open(os.path.join(a.out, f"ping-latency-{stamp}.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, f"ping-latency-{stamp}.json"), "w") as f:
+        json.dump({"meta": meta, "args": vars(a), "results": res}, f)
+    log(f"results in {a.out}/ping-latency-{stamp}.md")
+
+
+if __name__ == "__main__":
+    main()
