@@ -8,62 +8,9 @@
  */
 #include <string.h>
 
-#include "testutil.h"
+#include "stat_testutil.h"
 
 /* --- helpers ----------------------------------------------------------- */
-
-struct find_sink {
-    const char *key;
-    int64_t ival;
-    const char *sval;
-    bool found;
-};
-
-static void
-find_int(struct policy_sink *sk, const char *key, int64_t val)
-{
-    struct find_sink *f = sk->ctx;
-
-    if (strcmp(key, f->key) == 0) {
-        f->ival = val;
-        f->found = true;
-    }
-}
-
-static void
-find_str(struct policy_sink *sk, const char *key, const char *val)
-{
-    struct find_sink *f = sk->ctx;
-
-    if (strcmp(key, f->key) == 0) {
-        f->sval = val;
-        f->found = true;
-    }
-}
-
-/* A per-vCPU statistic of the policy. */
-static int64_t
-vstat(struct sim *s, struct sim_vcpu *v, const char *key)
-{
-    struct find_sink f = {key, 0, NULL, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_vcpu_stats(&s->pool, v->pv, &sk);
-    ck_assert_msg(f.found, "no statistic %s", key);
-    return f.ival;
-}
-
-/* A parameter of the pool (d == NULL) or of a domain. */
-static struct find_sink
-param(struct sim *s, struct pool_dom *d, const char *key)
-{
-    struct find_sink f = {key, 0, NULL, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_get_params(&s->pool, d, &sk);
-    ck_assert_msg(f.found, "no parameter %s", key);
-    return f;
-}
 
 /* Report pending measured run time to the policy now (an empty set). */
 static void

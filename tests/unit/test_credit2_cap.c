@@ -6,61 +6,18 @@
  */
 #include <string.h>
 
-#include "testutil.h"
-
-struct find_sink {
-    const char *key;
-    int64_t ival;
-    bool found;
-};
-
-static void
-find_int(struct policy_sink *sk, const char *key, int64_t val)
-{
-    struct find_sink *f = sk->ctx;
-
-    if (strcmp(key, f->key) == 0) {
-        f->ival = val;
-        f->found = true;
-    }
-}
-
-static void
-find_str(struct policy_sink *sk, const char *key, const char *val)
-{
-    (void)sk, (void)key, (void)val;
-}
-
-static int64_t
-vstat(struct sim *s, struct sim_vcpu *v, const char *key)
-{
-    struct find_sink f = {key, 0, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_vcpu_stats(&s->pool, v->pv, &sk);
-    ck_assert_msg(f.found, "no statistic %s", key);
-    return f.ival;
-}
+#include "stat_testutil.h"
 
 static int64_t
 dparam(struct sim *s, struct pool_dom *d, const char *key)
 {
-    struct find_sink f = {key, 0, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_get_params(&s->pool, d, &sk);
-    ck_assert_msg(f.found, "no parameter %s", key);
-    return f.ival;
+    return param(s, d, key).ival;
 }
 
 static bool
 has_stat(struct sim *s, struct sim_vcpu *v, const char *key)
 {
-    struct find_sink f = {key, 0, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_vcpu_stats(&s->pool, v->pv, &sk);
-    return f.found;
+    return find_vstat(s, v, key).found;
 }
 
 static struct sim_vcpu *

@@ -6,41 +6,7 @@
  */
 #include <string.h>
 
-#include "testutil.h"
-
-struct find_sink {
-    const char *key;
-    int64_t ival;
-    bool found;
-};
-
-static void
-find_int(struct policy_sink *sk, const char *key, int64_t val)
-{
-    struct find_sink *f = sk->ctx;
-
-    if (strcmp(key, f->key) == 0) {
-        f->ival = val;
-        f->found = true;
-    }
-}
-
-static void
-find_str(struct policy_sink *sk, const char *key, const char *val)
-{
-    (void)sk, (void)key, (void)val;
-}
-
-static int64_t
-vstat(struct sim *s, struct sim_vcpu *v, const char *key)
-{
-    struct find_sink f = {key, 0, false};
-    struct policy_sink sk = {find_int, find_str, &f};
-
-    pool_vcpu_stats(&s->pool, v->pv, &sk);
-    ck_assert_msg(f.found, "no statistic %s", key);
-    return f.ival;
-}
+#include "stat_testutil.h"
 
 static struct sim_vcpu *
 v0(struct pool_dom *d)
