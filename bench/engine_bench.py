@@ -195,43 +195,47 @@ def cpu_classes(win, tids, dtids):
 # --- cells (each runs in a child under run-exclusive) -------------------------
 
 def cell_switch(spec, tmp):
-    """Two busy targets under rr: for each slice a daemon, reps trace windows."""
-    build, out = spec["build"], []
-    targets = Targets(build, spec["kind"], ["busy", "busy"], tmp)
-    trace = schedtrace.SchedTrace()
+    """Two busy targets under rr: for each slice and rep a daemon and a
+    trace window. The trace is parsed after the daemon has gone, so that a
+    dedicated dispatcher spinning on this CPU does not slow the parsing."""
+    targets = Targets(spec["build"], spec["kind"], ["busy", "busy"], tmp)
+    trace, out = schedtrace.SchedTrace(), []
     try:
         for slice_us in spec["slices"]:
-            d = start_daemon("rr", spec["pattern"], params=[f"slice_us={slice_us}"])
-            try:
-                targets.attach(d)
-                time.sleep(WARMUP_S)
-                check_elevated(targets.tids)
-                reps = []
-                for _ in range(spec["reps"]):
-                    trace.start()
-                    t0, cpu0 = time.monotonic_ns(), cpu_ns(targets.tids, daemon_tids(d))
-                    time.sleep(spec["seconds"])
-                    wall, cpu1 = time.monotonic_ns() - t0, cpu_ns(targets.tids, daemon_tids(d))
-                    win = trace.stop()
-                    runs, gaps, broken = schedtrace.stretches(win, MANAGED_CPU, set(targets.tids))
-                    reps.append({"runs": runs, "gaps": gaps, "broken": broken,
-                                 "overrun": win.overrun,
-                                 "switches_per_s": len([s for s in win.switches
-                                                        if s.cpu == MANAGED_CPU])
-                                 / ((win.end_ns - win.start_ns) / 1e9),
-                                 "cpu1": cpu_classes(win, targets.tids, daemon_tids(d)),
-                                 "share": [(b - a) / wall for a, b in zip(cpu0, cpu1)]})
-                stats = d.json("stats")
-            finally:
-                d.cleanup()
-            out.append(switch_result(slice_us, reps, stats))
+            reps = [switch_rep(spec, slice_us, targets, trace) for _ in range(spec["reps"])]
+            out.append(switch_result(slice_us, reps))
     finally:
         trace.close()
         targets.stop()
     return out
 
 
-def switch_result(slice_us, reps, stats):
+def switch_rep(spec, slice_us, targets, trace):
+    d = start_daemon("rr", spec["pattern"], params=[f"slice_us={slice_us}"])
+    try:
+        targets.attach(d)
+        time.sleep(WARMUP_S)
+        check_elevated(targets.tids)
+        dtids = daemon_tids(d)
+        trace.start()
+        t0, cpu0 = time.monotonic_ns(), cpu_ns(targets.tids, dtids)
+        time.sleep(spec["seconds"])
+        wall, cpu1 = time.monotonic_ns() - t0, cpu_ns(targets.tids, dtids)
+        trace.pause()
+        stats = d.json("stats")
+    finally:
+        d.cleanup()
+    win = trace.collect()
+    runs, gaps, broken = schedtrace.stretches(win, MANAGED_CPU, set(targets.tids))
+    on_cpu1 = [s for s in win.switches if s.cpu == MANAGED_CPU]
+    return {"runs": runs, "gaps": gaps, "broken": broken, "overrun": win.overrun,
+            "switches_per_s": len(on_cpu1) / ((win.end_ns - win.start_ns) / 1e9),
+            "cpu1": cpu_classes(win, targets.tids, dtids),
+            "share": [(b - a) / wall for a, b in zip(cpu0, cpu1)],
+            "events": stats.get("events"), "rt_runtime_us": stats.get("rt_runtime_us")}
+
+
+def switch_result(slice_us, reps):
     runs = [x for r in reps for x in r["runs"]]
     gaps = [x for r in reps for x in r["gaps"]]
     rep_run = [summarize(r["runs"]).get("mean") for r in reps]
@@ -240,10 +244,10 @@ def switch_result(slice_us, reps, stats):
             "rep_run_means": rep_run, "rep_gap_means": rep_gap,
             "broken": sum(r["broken"] for r in reps), "overrun": sum(r["overrun"] for r in reps),
             "switches_per_s": [r["switches_per_s"] for r in reps],
-            "cpu1": [r["cpu1"] for r in reps], "events": stats.get("events"),
+            "cpu1": [r["cpu1"] for r in reps], "events": reps[0]["events"],
             "targets_share": [r["share"][0] for r in reps],
             "daemon_share": [r["share"][1] for r in reps],
-            "rt_runtime_us": stats.get("rt_runtime_us")}
+            "rt_runtime_us": reps[0]["rt_runtime_us"]}
 
 
 class Counter:

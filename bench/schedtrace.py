@@ -112,8 +112,16 @@ class SchedTrace:
 
     def stop(self):
         """End the window begun by start() and return it."""
+        self.pause()
+        return self.collect()
+
+    def pause(self):
+        """End the window; the events stay in the buffer until collect()."""
         self._mark()
         _write(self._p("tracing_on"), "0")
+
+    def collect(self):
+        """Read and parse the paused window (slow: do it once the CPU is free)."""
         overrun = 0
         for c in self.cpus:
             for line in _read(self._p(f"per_cpu/cpu{c}/stats")).splitlines():
