@@ -42,7 +42,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== format"
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
 
-echo "== clang -Werror build, fuzz (30 s per target)"
+echo "== clang -Werror build, fuzz (60 s per target)"
 CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DVCPUSCHED_FUZZ=ON \
     -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 # Everything, so clang -Werror sees every file, not only the fuzzers.
@@ -51,7 +51,7 @@ for f in "$top"/build/fuzz/tests/fuzz_*; do
     [ -x "$f" ] || continue
     corpus="$top/tests/fuzz/corpus/$(basename "$f")"
     mkdir -p "$top/build/fuzz/corpus-$(basename "$f")"
-    "$f" -max_total_time=30 -print_final_stats=1 "$top/build/fuzz/corpus-$(basename "$f")" \
+    "$f" -max_total_time=60 -print_final_stats=1 "$top/build/fuzz/corpus-$(basename "$f")" \
         $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -3
 done
 echo "== all tests passed"
