@@ -52,6 +52,7 @@ struct libvirt_watch {
     struct timespec next_try;
     bool was_connected; /* for "reconnected" vs "connected" */
     bool down_logged;   /* one line per outage, not one per retry */
+    char why[256];      /* the last connection error */
 };
 
 static const char *
@@ -388,8 +389,10 @@ static int
 watch_connect(struct libvirt_watch *w)
 {
     w->conn = virConnectOpenReadOnly(w->uri);
-    if (w->conn == NULL)
+    if (w->conn == NULL) {
+        snprintf(w->why, sizeof(w->why), "%s", last_error());
         return -1;
+    }
     virConnSetErrorFunc(w->conn, NULL, quiet_errors);
     w->cb_meta =
         virConnectDomainEventRegisterAny(w->conn, NULL, VIR_DOMAIN_EVENT_ID_METADATA_CHANGE,
@@ -397,11 +400,14 @@ watch_connect(struct libvirt_watch *w)
     w->cb_life = virConnectDomainEventRegisterAny(w->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
                                                   VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), w, NULL);
     if (w->cb_meta < 0 || w->cb_life < 0 ||
-        virConnectRegisterCloseCallback(w->conn, on_close, w, NULL) < 0 ||
-        virConnectSetKeepAlive(w->conn, WATCH_KEEPALIVE_S, 3) < 0) {
+        virConnectRegisterCloseCallback(w->conn, on_close, w, NULL) < 0) {
+        snprintf(w->why, sizeof(w->why), "%s", last_error()); /* close resets it */
         watch_disconnect(w);
         return -1;
     }
+    /* Remote connections only; a dead libvirtd is then noticed within ~15 s. */
+    if (virConnectSetKeepAlive(w->conn, WATCH_KEEPALIVE_S, 3) < 0)
+        log_debugx("libvirt %s: no keepalive: %s", w->uri, last_error());
     atomic_store(&w->closed, false);
     log_info("libvirt: %s %s", w->was_connected ? "reconnected to" : "connected to", w->uri);
     w->was_connected = true;
@@ -451,7 +457,7 @@ watch_step(struct libvirt_watch *w)
         return;
     if (!w->down_logged)
         log_warnx("libvirt: cannot connect to %s (retrying every %u s at most): %s", w->uri,
-                  WATCH_BACKOFF_MAX_MS / 1000, last_error());
+                  WATCH_BACKOFF_MAX_MS / 1000, w->why);
     w->down_logged = true;
     retry_later(w);
 }
