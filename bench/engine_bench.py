@@ -271,9 +271,13 @@ class Counter:
 
 
 def cell_cycle(spec, tmp):
+    return [cycle_slice({**spec, "slice_us": s}, tmp) for s in spec["slices"]]
+
+
+def cycle_slice(spec, tmp):
     """Counter vs busy under rr at one slice: alone, then (scheduled, alone)
     x reps; each scheduled rate over the mean of the alone rates around it."""
-    build, path = spec["build"], os.path.join(tmp, "count")
+    build, path = spec["build"], os.path.join(tmp, f"count{spec['slice_us']}")
     counter = Targets(build, "process", [f"count:{path}"], tmp, cpu=MANAGED_CPU)
     busy = Targets(build, "process", ["busy"], tmp)
     c = Counter(path, counter.tids[0])
@@ -369,17 +373,18 @@ def plan(args):
     if "switch" in args.only:
         for kind in args.kinds:
             for pattern in args.patterns:
-                # Processes and threads start fresh per slice (cheap); the guest
-                # boots once per pattern (TCG boot is ~10 s) and stays for its slices.
-                groups = [args.slices] if kind == "vcpu" else [[s] for s in args.slices]
+                # One cell (one hold of the lock, ~30 s) per row group: all slices
+                # of a kind and pattern; the guest boots once (TCG boot is ~10 s).
+                # --cell-per-slice splits process and pthread groups further.
+                groups = ([[s] for s in args.slices] if args.cell_per_slice and kind != "vcpu"
+                          else [args.slices])
                 for g in groups:
                     cells.append({**base, "exp": "switch", "kind": kind, "pattern": pattern,
                                   "slices": g, "reps": args.reps, "seconds": args.seconds})
     if "cycle" in args.only:
         for pattern in args.patterns:
-            for s in args.slices:
-                cells.append({**base, "exp": "cycle", "pattern": pattern, "slice_us": s,
-                              "reps": args.reps, "seconds": args.seconds})
+            cells.append({**base, "exp": "cycle", "pattern": pattern, "slices": args.slices,
+                          "reps": args.reps, "seconds": args.seconds})
     if "wake" in args.only:
         for ev in ("bpf", "proc"):
             cells.append({**base, "exp": "wake", "events": ev, "policy": "credit",
@@ -448,7 +453,7 @@ def table_cpu1(results):
 def table_cycle(results):
     lines = ["| pattern | slice | counter rate / alone (ideal 0.5) | reps | counter CPU share | "
              "iterations per CPU-second / alone |", "|---|---|---|---|---|---|"]
-    for _, r in results:
+    for r in (r for _, res in results for r in res):
         m, sd = mean_sd(r["ratios"])
         lines.append(f"| {r['pattern']} | {r['slice_us']} | {fmt(m, 3)} ± {fmt(sd, 3)} | "
                      f"{len(r['ratios'])} | {fmt(mean_sd(r['shares'])[0], 3)} | "
@@ -500,6 +505,8 @@ def main():
     ap.add_argument("--patterns", default="shared,dedicated")
     ap.add_argument("--only", default="switch,cycle,wake")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--cell-per-slice", action="store_true",
+                    help="take the lock per slice for processes and pthreads")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell:
