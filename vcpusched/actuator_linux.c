@@ -67,7 +67,8 @@ act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time)
     p = strrchr(buf, ')');
     if (p == NULL)
         return -EPROTO;
-    for (tok = strtok_r(p + 1, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save), field++) {
+    for (tok = strtok_r(p + 1, " ", &save); tok != NULL;
+         tok = strtok_r(NULL, " ", &save), field++) {
         if (field == 3 && state != NULL)
             *state = tok[0];
         if (field == 22) {
@@ -311,8 +312,7 @@ cgroup_return(const char *root, const char *path, pid_t tid)
 }
 
 int
-act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o,
-                  bool frozen)
+act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o, bool frozen)
 {
     struct sched_param sp = {.sched_priority = o->prio};
     char dir[128], path[160];

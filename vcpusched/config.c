@@ -257,12 +257,17 @@ int
 config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
 {
     static const struct option opts[] = {
-        {"foreground", no_argument, NULL, 'f'}, {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},       {"version", no_argument, NULL, 'V'},
+        {"foreground", no_argument, NULL, 'f'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {"config", required_argument, NULL, 'c'},
-        {"socket", required_argument, NULL, 1}, {"group", required_argument, NULL, 1},
-        {"state", required_argument, NULL, 1},  {"pidfile", required_argument, NULL, 1},
-        {"cpus", required_argument, NULL, 1},   {"policy", required_argument, NULL, 1},
+        {"socket", required_argument, NULL, 1},
+        {"group", required_argument, NULL, 1},
+        {"state", required_argument, NULL, 1},
+        {"pidfile", required_argument, NULL, 1},
+        {"cpus", required_argument, NULL, 1},
+        {"policy", required_argument, NULL, 1},
         {"pool-param", required_argument, NULL, 1},
         {"pattern", required_argument, NULL, 1},
         {"dispatcher-cpu", required_argument, NULL, 1},
@@ -279,8 +284,8 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
     /* First pass: only --config, so the file comes before the options. */
     optind = 1;
     while ((o = getopt_long(argc, argv, "fvhVc:", opts, &idx)) != -1)
-        if (o == 'c' && copy("config", c->config_file, sizeof(c->config_file), optarg, err,
-                             errlen) < 0)
+        if (o == 'c' &&
+            copy("config", c->config_file, sizeof(c->config_file), optarg, err, errlen) < 0)
             return -EINVAL;
     if (c->config_file[0] != '\0' && (r = config_load_file(c, c->config_file, err, errlen)) < 0)
         return r;

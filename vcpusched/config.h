@@ -14,12 +14,12 @@
 #include "events.h"
 #include "sched_core.h"
 
-#define CONFIG_MAX_POOLS 16
+#define CONFIG_MAX_POOLS      16
 #define CONFIG_DEFAULT_SOCKET "/run/vcpusched/control.sock"
 
 struct config_pool {
     char name[64];
-    char cpus[256];   /* kernel CPU list */
+    char cpus[256]; /* kernel CPU list */
     char policy[32];
     char params[2048]; /* "k=v k=v" */
 };
@@ -29,12 +29,12 @@ struct config {
     int verbose;
     char config_file[256];
     char socket[108];
-    char group[64];     /* may use the socket besides root ("" = root only) */
+    char group[64]; /* may use the socket besides root ("" = root only) */
     char state[256];
     char pidfile[256];
     enum sched_pattern pattern;
-    int dedicated_cpu;  /* -1: the first housekeeping CPU */
-    int prio_base;      /* LOW; MID = +1, HIGH = +2 */
+    int dedicated_cpu; /* -1: the first housekeeping CPU */
+    int prio_base;     /* LOW; MID = +1, HIGH = +2 */
     bool rt_runtime_set;
     int64_t rt_runtime_us;
     enum events_mode events;

@@ -114,8 +114,8 @@ discover_tids(pid_t *pid, const pid_t *in, unsigned int nin, pid_t *tids, unsign
         if (*pid == 0)
             *pid = tgid;
         if (tgid != *pid) {
-            snprintf(err, errlen, "thread %d belongs to process %d, not %d", (int)in[i],
-                     (int)tgid, (int)*pid);
+            snprintf(err, errlen, "thread %d belongs to process %d, not %d", (int)in[i], (int)tgid,
+                     (int)*pid);
             return -EINVAL;
         }
         tids[i] = in[i];
@@ -139,8 +139,8 @@ discover_check_vcpus(pid_t pid, const pid_t *tids, unsigned int n, char *err, si
             return -EINVAL;
         }
         if (!is_task_of(pid, tids[i])) {
-            snprintf(err, errlen, "vCPU thread %d is not a thread of QEMU process %d",
-                     (int)tids[i], (int)pid);
+            snprintf(err, errlen, "vCPU thread %d is not a thread of QEMU process %d", (int)tids[i],
+                     (int)pid);
             return -ESRCH;
         }
     }

@@ -75,8 +75,8 @@ act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what
         th->gone = true; /* vanished mid-decision: the reaper detaches it */
         atomic_store(&sp->s->gone_pending, true);
     }
-    snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid,
-             what, strerror(-r));
+    snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid, what,
+             strerror(-r));
 }
 
 /* --- measured run time ------------------------------------------------- */

@@ -52,8 +52,8 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
 }
 
 static int
-do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res,
-          char *err, size_t errlen)
+do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res, char *err,
+          size_t errlen)
 {
     pid_t tids[MAX_TIDS], pid;
     const char *source = "";
@@ -71,8 +71,8 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_objec
 }
 
 static int
-do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res,
-        char *err, size_t errlen)
+do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res, char *err,
+        size_t errlen)
 {
     struct policy_cpu cpus[POLICY_MAX_CPUS];
     int hosts[POLICY_MAX_CPUS];
@@ -95,8 +95,8 @@ do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object 
                                   req->nr_params, err, errlen);
         return r;
     case CTL_POOL_SET:
-        return sched_pool_set(d->sched, req->name, req->policy[0] ? req->policy : NULL,
-                              req->params, req->nr_params, err, errlen);
+        return sched_pool_set(d->sched, req->name, req->policy[0] ? req->policy : NULL, req->params,
+                              req->nr_params, err, errlen);
     case CTL_POOL_DESTROY:
         return sched_pool_destroy(d->sched, req->name, err, errlen);
     }

@@ -16,11 +16,7 @@
 
 /* The order is the order of `vcpuschedctl help`. */
 static const struct policy_ops *const policies[] = {
-    &credit_ops,
-    &credit2_ops,
-    &rr_ops,
-    &table_ops,
-    NULL,
+    &credit_ops, &credit2_ops, &rr_ops, &table_ops, NULL,
 };
 
 const struct policy_ops *const *
@@ -117,8 +113,8 @@ parse_int(const struct policy_param *p, const char *val, int64_t *out, char *err
         return -EINVAL;
     }
     if (x < p->min || x > p->max) {
-        snprintf(err, POLICY_ERRLEN, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]",
-                 p->name, x, p->min, p->max);
+        snprintf(err, POLICY_ERRLEN, "%s: %lld is out of range [%" PRId64 ", %" PRId64 "]", p->name,
+                 x, p->min, p->max);
         return -EINVAL;
     }
     *out = x;

@@ -18,10 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define POLICY_NEVER    UINT64_MAX /* "no deadline" for timers and slices */
-#define POLICY_MAX_CPUS 64         /* pCPUs per pool: masks are uint64_t */
-#define POLICY_ERRLEN   160        /* size of every errbuf handed to a policy */
-#define POLICY_MAX_PARAMS 16       /* per schema (pool or domain) */
+#define POLICY_NEVER      UINT64_MAX /* "no deadline" for timers and slices */
+#define POLICY_MAX_CPUS   64         /* pCPUs per pool: masks are uint64_t */
+#define POLICY_ERRLEN     160        /* size of every errbuf handed to a policy */
+#define POLICY_MAX_PARAMS 16         /* per schema (pool or domain) */
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
@@ -56,17 +56,17 @@ struct policy_dom {
  * sees every change (it turns them into affinity and freeze calls).
  */
 struct policy_vcpu {
-    uint32_t id;              /* core: unique in the pool */
-    unsigned int index;       /* core: vCPU number within its domain */
-    struct policy_dom *dom;   /* core */
-    uint64_t affinity;        /* core: pool CPUs it may use (hard affinity), never 0 */
-    bool runnable;            /* core: true between wake and sleep */
-    unsigned int cpu;         /* policy: pool CPU it lives on while not elected */
-    bool parked;              /* policy: must consume no CPU at all (caps) */
-    bool dirty;               /* core: on the pool's dirty list */
+    uint32_t id;                    /* core: unique in the pool */
+    unsigned int index;             /* core: vCPU number within its domain */
+    struct policy_dom *dom;         /* core */
+    uint64_t affinity;              /* core: pool CPUs it may use (hard affinity), never 0 */
+    bool runnable;                  /* core: true between wake and sleep */
+    unsigned int cpu;               /* policy: pool CPU it lives on while not elected */
+    bool parked;                    /* policy: must consume no CPU at all (caps) */
+    bool dirty;                     /* core: on the pool's dirty list */
     struct policy_vcpu *next_dirty; /* core */
-    void *core;               /* core: its own record of the vCPU */
-    void *priv;               /* policy */
+    void *core;                     /* core: its own record of the vCPU */
+    void *priv;                     /* policy */
 };
 
 /* What pick() answers: run `vcpu` (NULL: idle) on the CPU until `until`. */
@@ -136,7 +136,7 @@ struct policy_sink {
  */
 struct policy_ops {
     const char *name;
-    const char *summary; /* one line for `vcpuschedctl help` */
+    const char *summary;                    /* one line for `vcpuschedctl help` */
     const struct policy_param *pool_params; /* NULL-name terminated */
     const struct policy_param *dom_params;  /* NULL-name terminated */
     /*
@@ -156,8 +156,8 @@ struct policy_ops {
      * domain values and must refuse (leaving nothing behind) on a bad
      * combination. vcpu_add runs after dom_add for each vCPU, which arrives
      * not runnable (v->cpu = 0); it must place the vCPU (policy_vcpu_move)
-     * on a CPU of its affinity, where the core then pins it. vcpu_remove may be called for a runnable or elected
-     * vCPU; the core re-picks its CPU afterwards.
+     * on a CPU of its affinity, where the core then pins it. vcpu_remove may be called for a
+     * runnable or elected vCPU; the core re-picks its CPU afterwards.
      */
     int (*dom_add)(struct policy *pol, struct policy_dom *d, const struct policy_values *dv,
                    char *err);
@@ -176,8 +176,7 @@ struct policy_ops {
      * moves it to `cpu` (policy_vcpu_move) if it lived elsewhere. `until`
      * must be > now unless the answer is idle with POLICY_NEVER.
      */
-    void (*pick)(struct policy *pol, unsigned int cpu, uint64_t now,
-                 struct policy_decision *out);
+    void (*pick)(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_decision *out);
     /*
      * Optional: the pool timer (Credit's tick and accounting, Credit2's
      * budget refills). Called when now >= pol->timer, which the core
@@ -203,9 +202,9 @@ struct policy {
     unsigned int nr_cpus;
     const struct policy_cpu *cpus; /* nr_cpus entries, owned by the core */
     /* Outputs to the core, written only through the helpers below. */
-    uint64_t tickled;              /* CPUs whose pick() must run again now */
-    uint64_t timer;                /* absolute ns of the next timer() call */
-    struct policy_vcpu *dirty;     /* vCPUs whose cpu or parked changed */
+    uint64_t tickled;          /* CPUs whose pick() must run again now */
+    uint64_t timer;            /* absolute ns of the next timer() call */
+    struct policy_vcpu *dirty; /* vCPUs whose cpu or parked changed */
 };
 
 /* --- Helpers for policies (inline: no call cost on the hot path). --- */

@@ -289,8 +289,8 @@ pool_dom_find(struct pool *p, const char *name)
     struct pool_dom *d;
 
     TAILQ_FOREACH(d, &p->doms, link)
-        if (strcmp(d->name, name) == 0)
-            return d;
+    if (strcmp(d->name, name) == 0)
+        return d;
     return NULL;
 }
 
@@ -319,8 +319,7 @@ dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_
     uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
 
     if (!name_is_valid(name)) {
-        snprintf(err, POLICY_ERRLEN,
-                 "bad domain name '%.32s': 1..%d of [A-Za-z0-9_.:+@-]", name,
+        snprintf(err, POLICY_ERRLEN, "bad domain name '%.32s': 1..%d of [A-Za-z0-9_.:+@-]", name,
                  POOL_NAME_MAX - 1);
         return -EINVAL;
     }
@@ -335,8 +334,8 @@ dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_
     }
     for (unsigned int i = 0; affinity != NULL && i < nr_vcpus; i++) {
         if (affinity[i] != 0 && (affinity[i] & all) == 0) {
-            snprintf(err, POLICY_ERRLEN, "domain %s: vCPU %u may not use any CPU of pool %s",
-                     name, i, p->name);
+            snprintf(err, POLICY_ERRLEN, "domain %s: vCPU %u may not use any CPU of pool %s", name,
+                     i, p->name);
             return -EINVAL;
         }
     }
@@ -473,8 +472,8 @@ switch_unwind(struct policy *np, struct policy_dom **newpd, unsigned int k, unsi
 }
 
 int
-pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n,
-            uint64_t now, char *err)
+pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n, uint64_t now,
+            char *err)
 {
     const struct policy_ops *ops = policy_find(policy);
     struct policy_dom **newpd;
@@ -500,7 +499,8 @@ pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size
         return -ENOMEM;
     }
     /* Build the new instance completely beside the old one. */
-    TAILQ_FOREACH(d, &p->doms, link) {
+    TAILQ_FOREACH(d, &p->doms, link)
+    {
         struct policy_kv dkv[POLICY_MAX_PARAMS];
         size_t dn = kvs_view(&d->params, dkv);
         struct policy_values dv;
@@ -526,7 +526,8 @@ pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size
     /* Commit: tear down the old instance, swap headers and policy. */
     flush_charges(p, now);
     k = 0;
-    TAILQ_FOREACH(d, &p->doms, link) {
+    TAILQ_FOREACH(d, &p->doms, link)
+    {
         inst_remove(&p->pol, d->pd, now);
         hdr_free(d->pd);
         d->pd = newpd[k++];
@@ -545,7 +546,8 @@ pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size
         p->cpu[c].until = POLICY_NEVER;
     }
     p->need_pick = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
-    TAILQ_FOREACH(d, &p->doms, link) {
+    TAILQ_FOREACH(d, &p->doms, link)
+    {
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
             struct pool_vcpu *v = &d->vcpus[i];
 
@@ -669,8 +671,8 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     bad = decision_check(p, cpu, now, &d);
     if (bad != NULL) {
         p->stats.violations++;
-        snprintf(p->last_violation, sizeof(p->last_violation), "%s on cpu %u: %s",
-                 p->pol.ops->name, cpu, bad);
+        snprintf(p->last_violation, sizeof(p->last_violation), "%s on cpu %u: %s", p->pol.ops->name,
+                 cpu, bad);
         d.vcpu = NULL;
         d.until = now + POOL_VIOLATION_RETRY_NS;
     }

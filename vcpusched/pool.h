@@ -38,14 +38,14 @@ struct pool_kvs {
 struct pool_vcpu {
     struct policy_vcpu *pv; /* header of the current policy instance */
     struct pool_dom *dom;
-    unsigned int index;     /* vCPU number within its domain */
-    uint64_t affinity;      /* pool CPUs it may use */
+    unsigned int index; /* vCPU number within its domain */
+    uint64_t affinity;  /* pool CPUs it may use */
     bool runnable;
-    int elected_on;         /* CPU it is elected on, or -1 */
-    uint64_t uncharged_ns;  /* measured, not yet reported to the policy */
+    int elected_on;        /* CPU it is elected on, or -1 */
+    uint64_t uncharged_ns; /* measured, not yet reported to the policy */
     struct pool_vcpu *next_charge;
     bool on_charge_list;
-    void *owner;            /* the caller's record (thread, simulated vCPU) */
+    void *owner; /* the caller's record (thread, simulated vCPU) */
     /* Counters for `vcpuschedctl list`. */
     uint64_t run_ns;
     uint64_t wakes;
@@ -72,11 +72,11 @@ struct pool_cpu {
 
 struct pool_stats {
     uint64_t picks;
-    uint64_t switches;      /* picks that changed the elected vCPU */
+    uint64_t switches; /* picks that changed the elected vCPU */
     uint64_t wakes;
     uint64_t sleeps;
     uint64_t timers;
-    uint64_t violations;    /* decisions that broke the ops contract */
+    uint64_t violations; /* decisions that broke the ops contract */
     uint64_t policy_switches;
 };
 
@@ -90,8 +90,8 @@ struct pool {
     unsigned int nr_doms;
     uint32_t next_dom_id;
     uint32_t next_vcpu_id;
-    struct pool_kvs params;  /* pool parameters of the current policy */
-    uint64_t need_pick;      /* CPUs to re-pick */
+    struct pool_kvs params; /* pool parameters of the current policy */
+    uint64_t need_pick;     /* CPUs to re-pick */
     struct pool_vcpu *charge_list;
     struct pool_stats stats;
     char last_violation[POLICY_ERRLEN];
@@ -111,15 +111,15 @@ void pool_fini(struct pool *p, uint64_t now);
  * i may use (0 means all). Parameters are checked strictly. On success the
  * vCPUs are placed (dirty) and not runnable; the caller then reports wakes.
  */
-int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
-                 const uint64_t *affinity, const struct policy_kv *kv, size_t n, uint64_t now,
-                 struct pool_dom **out, char *err);
+int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
+                 const struct policy_kv *kv, size_t n, uint64_t now, struct pool_dom **out,
+                 char *err);
 void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
 struct pool_dom *pool_dom_find(struct pool *p, const char *name);
 
 /* Change domain (d != NULL) or pool parameters; nothing changes on error. */
-int pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n,
-             uint64_t now, char *err);
+int pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n, uint64_t now,
+             char *err);
 /*
  * Switch the pool to another policy with pool parameters kv. The new
  * instance is built completely beside the old one (domains carry the

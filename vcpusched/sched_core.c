@@ -46,8 +46,8 @@ sched_create(struct sched **out, const struct sched_config *cfg, struct statefil
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    if (!(cfg->prio.low < cfg->prio.mid && cfg->prio.mid < cfg->prio.high &&
-          cfg->prio.low >= 1 && cfg->prio.high <= 99)) {
+    if (!(cfg->prio.low < cfg->prio.mid && cfg->prio.mid < cfg->prio.high && cfg->prio.low >= 1 &&
+          cfg->prio.high <= 99)) {
         snprintf(err, errlen, "priorities must satisfy 1 <= low < mid < high <= 99");
         free(s);
         return -EINVAL;
@@ -88,8 +88,8 @@ sched_dom_find(struct sched *s, const char *name)
     struct sched_dom *d;
 
     TAILQ_FOREACH(d, &s->doms, link)
-        if (strcmp(d->name, name) == 0)
-            return d;
+    if (strcmp(d->name, name) == 0)
+        return d;
     return NULL;
 }
 
@@ -148,8 +148,8 @@ pool_fds(struct sched_pool *sp, char *err, size_t errlen)
 
 int
 sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cpus,
-                  unsigned int nr_cpus, const char *policy, const struct policy_kv *kv,
-                  size_t n, char *err, size_t errlen)
+                  unsigned int nr_cpus, const char *policy, const struct policy_kv *kv, size_t n,
+                  char *err, size_t errlen)
 {
     pthread_mutexattr_t ma;
     struct sched_pool *sp;
@@ -193,8 +193,8 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
     pthread_mutex_init(&sp->lock, &ma);
     pthread_mutexattr_destroy(&ma);
     for (unsigned int i = 0; i < nr_cpus; i++) {
-        sp->cpus[i] = (struct sched_cpu){.sp = sp, .index = i, .host = cpus[i].cpu,
-                                         .kick_fd = -1, .timer_fd = -1};
+        sp->cpus[i] = (struct sched_cpu){
+            .sp = sp, .index = i, .host = cpus[i].cpu, .kick_fd = -1, .timer_fd = -1};
     }
     /* Every CPU takes its first decision as its dispatcher starts. */
     sp->pool.need_pick = nr_cpus == 64 ? ~0ULL : (1ULL << nr_cpus) - 1;
@@ -213,8 +213,8 @@ out:
 }
 
 int
-sched_pool_set(struct sched *s, const char *name, const char *policy,
-               const struct policy_kv *kv, size_t n, char *err, size_t errlen)
+sched_pool_set(struct sched *s, const char *name, const char *policy, const struct policy_kv *kv,
+               size_t n, char *err, size_t errlen)
 {
     struct sched_pool *sp;
     char perr[POLICY_ERRLEN];
@@ -302,8 +302,8 @@ dom_release(struct sched *s, struct sched_dom *d)
 
 /* Record, probe and watch each thread: nothing scheduled yet. */
 static int
-dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64_t *aff,
-                 char *err, size_t errlen)
+dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64_t *aff, char *err,
+                 size_t errlen)
 {
     struct sched_pool *sp = d->sp;
     int hosts[POLICY_MAX_CPUS];
@@ -360,8 +360,7 @@ dom_start(struct sched_pool *sp, struct sched_dom *d, uint64_t now, char *err, s
         struct sched_thread *th = &d->threads[i];
         char state = 'S';
 
-        r = act_set_level(th->act, &s->cfg.prio, ACT_LEVEL_LOW, s->cfg.move_rt_cgroup, err,
-                          errlen);
+        r = act_set_level(th->act, &s->cfg.prio, ACT_LEVEL_LOW, s->cfg.move_rt_cgroup, err, errlen);
         if (r < 0)
             return r;
         sp->st.syscalls += (uint64_t)r;
@@ -383,9 +382,9 @@ dom_unschedule(struct sched_pool *sp, struct sched_dom *d)
 }
 
 int
-sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
-             const pid_t *tids, unsigned int n, const struct policy_kv *kv, size_t nkv,
-             const char *source, char *err, size_t errlen)
+sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
+             unsigned int n, const struct policy_kv *kv, size_t nkv, const char *source, char *err,
+             size_t errlen)
 {
     uint64_t aff[SCHED_MAX_THREADS_PER_DOM];
     char perr[POLICY_ERRLEN];
@@ -569,7 +568,8 @@ sched_resync(struct sched *s)
         return 0;
     pthread_mutex_lock(&s->lock);
     s->resyncs++;
-    TAILQ_FOREACH(d, &s->doms, link) {
+    TAILQ_FOREACH(d, &s->doms, link)
+    {
         sched_pool_lock(d->sp);
         for (unsigned int i = 0; i < d->nr_threads; i++)
             n += thread_resync(d->sp, &d->threads[i], sched_now());

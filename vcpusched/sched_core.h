@@ -31,10 +31,10 @@ enum sched_pattern {
 
 struct sched_config {
     enum sched_pattern pattern;
-    int dedicated_cpu;      /* SCHED_DEDICATED: the dispatcher's CPU (not managed) */
-    struct act_prio prio;   /* SCHED_FIFO priorities: LOW, MID, HIGH (dispatcher) */
-    bool move_rt_cgroup;    /* see act_set_level */
-    uint64_t proc_poll_ns;  /* proc fallback: poll period while a CPU is busy */
+    int dedicated_cpu;     /* SCHED_DEDICATED: the dispatcher's CPU (not managed) */
+    struct act_prio prio;  /* SCHED_FIFO priorities: LOW, MID, HIGH (dispatcher) */
+    bool move_rt_cgroup;   /* see act_set_level */
+    uint64_t proc_poll_ns; /* proc fallback: poll period while a CPU is busy */
 };
 
 int sched_create(struct sched **out, const struct sched_config *cfg, struct statefile *sf,
@@ -61,9 +61,9 @@ bool sched_cpu_is_managed(const struct sched *s, int cpu);
  * (NULL: the first pool). `source` says how they were found ("pid",
  * "tids", "qmp", "libvirt"), for `list`.
  */
-int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
-                 const pid_t *tids, unsigned int n, const struct policy_kv *kv, size_t nkv,
-                 const char *source, char *err, size_t errlen);
+int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
+                 unsigned int n, const struct policy_kv *kv, size_t nkv, const char *source,
+                 char *err, size_t errlen);
 int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
 int sched_set(struct sched *s, const char *name, const struct policy_kv *kv, size_t n, char *err,
               size_t errlen);

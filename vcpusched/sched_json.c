@@ -117,7 +117,7 @@ sched_json_list(struct sched *s)
 
     pthread_mutex_lock(&s->lock);
     TAILQ_FOREACH(d, &s->doms, link)
-        json_object_array_add(arr, dom_json(d));
+    json_object_array_add(arr, dom_json(d));
     pthread_mutex_unlock(&s->lock);
     json_object_object_add(o, "domains", arr);
     return o;
@@ -171,25 +171,29 @@ pool_json(struct sched_pool *sp)
         vcpus += pd->nr_vcpus;
     json_object_object_add(o, "name", json_object_new_string(sp->pool.name));
     json_object_object_add(o, "policy", json_object_new_string(pool_policy_name(&sp->pool)));
-    json_object_object_add(o, "pattern", json_object_new_string(
-                                             sp->pattern == SCHED_SHARED ? "shared" : "dedicated"));
+    json_object_object_add(
+        o, "pattern", json_object_new_string(sp->pattern == SCHED_SHARED ? "shared" : "dedicated"));
     json_object_object_add(o, "cpus", cpus);
     json_object_object_add(o, "params", params_json(sp, NULL));
     json_object_object_add(o, "domains", json_object_new_int((int)sp->pool.nr_doms));
     json_object_object_add(o, "vcpus", json_object_new_int64((int64_t)vcpus));
     json_object_object_add(o, "picks", json_object_new_int64((int64_t)sp->pool.stats.picks));
     json_object_object_add(o, "switches", json_object_new_int64((int64_t)sp->pool.stats.switches));
-    json_object_object_add(o, "decisions_per_s",
-                           json_object_new_double(secs > 0 ? (double)sp->pool.stats.picks / secs : 0));
+    json_object_object_add(
+        o, "decisions_per_s",
+        json_object_new_double(secs > 0 ? (double)sp->pool.stats.picks / secs : 0));
     json_object_object_add(o, "syscalls", json_object_new_int64((int64_t)sp->st.syscalls));
     json_object_object_add(o, "actuator_errors", json_object_new_int64((int64_t)sp->st.act_errors));
     json_object_object_add(o, "wakes", json_object_new_int64((int64_t)sp->pool.stats.wakes));
     json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)sp->pool.stats.sleeps));
     json_object_object_add(o, "events", json_object_new_int64((int64_t)sp->st.events));
-    json_object_object_add(o, "violations", json_object_new_int64((int64_t)sp->pool.stats.violations));
+    json_object_object_add(o, "violations",
+                           json_object_new_int64((int64_t)sp->pool.stats.violations));
     json_object_object_add(o, "dispatcher_cpu_ns", json_object_new_int64((int64_t)cpu_ns));
-    json_object_object_add(o, "wake_to_mid_p50_ns", json_object_new_int64(lat_percentile(sp->st.lat, 50)));
-    json_object_object_add(o, "wake_to_mid_p99_ns", json_object_new_int64(lat_percentile(sp->st.lat, 99)));
+    json_object_object_add(o, "wake_to_mid_p50_ns",
+                           json_object_new_int64(lat_percentile(sp->st.lat, 50)));
+    json_object_object_add(o, "wake_to_mid_p99_ns",
+                           json_object_new_int64(lat_percentile(sp->st.lat, 99)));
     if (sp->last_error[0] != '\0')
         json_object_object_add(o, "last_error", json_object_new_string(sp->last_error));
     sched_pool_unlock(sp);
@@ -215,7 +219,8 @@ sched_json_stats(struct sched *s)
     struct json_object *o = sched_json_pools(s);
     int64_t rt = 0;
 
-    json_object_object_add(o, "uptime_ns", json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
+    json_object_object_add(o, "uptime_ns",
+                           json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
     json_object_object_add(o, "events", json_object_new_string(events_backend(s->ev)));
     if (rt_runtime_read(&rt) == 0)
         json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));

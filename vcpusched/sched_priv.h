@@ -22,7 +22,7 @@
 #include "pool.h"
 #include "sched_core.h"
 
-#define SCHED_MAX_POOLS 16
+#define SCHED_MAX_POOLS   16
 #define SCHED_LAT_BUCKETS 40 /* log2 ns buckets of wake-to-MID latency */
 
 struct sched_pool;
@@ -33,10 +33,10 @@ struct sched_thread {
     struct sched_dom *dom;
     struct pool_vcpu *pv;
     /* Measured by events (pool lock). */
-    int on_cpu;             /* pool CPU it runs on now, -1 */
-    int mid_on;             /* pool CPU where it is actuated at MID, -1 */
-    bool detached;          /* being detached: ignore its events */
-    uint64_t acct_from;     /* run time before this is already accounted */
+    int on_cpu;         /* pool CPU it runs on now, -1 */
+    int mid_on;         /* pool CPU where it is actuated at MID, -1 */
+    bool detached;      /* being detached: ignore its events */
+    uint64_t acct_from; /* run time before this is already accounted */
     uint64_t run_since;
     uint64_t seg_accounted; /* accounted so far in the current run */
     uint64_t wake_ts;       /* kernel time of a wake not yet elevated, 0 */
@@ -60,7 +60,7 @@ struct sched_cpu {
     struct sched_pool *sp;
     unsigned int index; /* in the pool */
     int host;
-    int kick_fd;        /* eventfd: wake this CPU's dispatcher */
+    int kick_fd; /* eventfd: wake this CPU's dispatcher */
     int timer_fd;
     pthread_t thread;
     bool started;
@@ -72,7 +72,7 @@ struct sched_pool_stats {
     uint64_t syscalls;
     uint64_t act_errors;
     uint64_t events;
-    uint64_t decisions;     /* dispatcher passes */
+    uint64_t decisions;              /* dispatcher passes */
     uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
     uint64_t created_ns;
 };
@@ -87,7 +87,7 @@ struct sched_pool {
     pthread_t dthread; /* SCHED_DEDICATED */
     bool dstarted;
     atomic_bool stop;
-    uint64_t kicked;   /* CPUs kicked and not yet picked */
+    uint64_t kicked; /* CPUs kicked and not yet picked */
     /* Dedicated pattern: the poller locks only when poked or due, and
      * steps aside while the control path waits for the lock. */
     atomic_bool poke;
@@ -108,7 +108,7 @@ struct sched {
     struct sched_dom_list doms;
     struct sched_thread *_Atomic threads[STATEFILE_SLOTS]; /* by slot */
     atomic_bool gone_pending;
-    atomic_bool resync;     /* events were lost: re-read thread states */
+    atomic_bool resync; /* events were lost: re-read thread states */
     uint64_t resyncs;
     uint64_t start_ns;
 };

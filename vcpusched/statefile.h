@@ -20,10 +20,10 @@
 
 #include "actuator.h"
 
-#define STATEFILE_MAGIC    0x76637331u /* "vcs1" */
-#define STATEFILE_VERSION  1
-#define STATEFILE_SLOTS    4096        /* managed threads per daemon */
-#define STATEFILE_DEFAULT  "/run/vcpusched/state"
+#define STATEFILE_MAGIC   0x76637331u /* "vcs1" */
+#define STATEFILE_VERSION 1
+#define STATEFILE_SLOTS   4096 /* managed threads per daemon */
+#define STATEFILE_DEFAULT "/run/vcpusched/state"
 
 struct statefile_slot {
     uint32_t used;
@@ -34,8 +34,8 @@ struct statefile_slot {
 struct statefile_hdr {
     uint32_t magic;
     uint32_t version;
-    int32_t owner_pid;      /* the daemon that writes it */
-    uint32_t rt_saved;      /* 1: rt_runtime_orig holds the value to restore */
+    int32_t owner_pid; /* the daemon that writes it */
+    uint32_t rt_saved; /* 1: rt_runtime_orig holds the value to restore */
     int64_t rt_runtime_orig;
     uint32_t nr_slots;
     uint32_t pad;

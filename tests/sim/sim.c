@@ -402,8 +402,8 @@ split(const char *params, char *buf, size_t len, struct policy_kv *kv, size_t *n
 }
 
 int
-sim_init(struct sim *s, const char *policy, unsigned int nr_cpus,
-         const struct policy_cpu *cpus, const char *params, char *err)
+sim_init(struct sim *s, const char *policy, unsigned int nr_cpus, const struct policy_cpu *cpus,
+         const char *params, char *err)
 {
     struct policy_cpu flat[POLICY_MAX_CPUS];
     struct policy_kv kv[POLICY_MAX_PARAMS];

@@ -51,15 +51,15 @@ struct sim_vcpu {
     struct pool_vcpu *pv;
     struct sim_demand demand;
     char label[POOL_NAME_MAX + 8]; /* "dom/index" */
-    uint64_t pending_ns; /* CPU still needed before it blocks */
-    uint64_t next_wake;  /* absolute, or POLICY_NEVER */
-    uint64_t wake_at;    /* last wake not yet followed by a run, or POLICY_NEVER */
-    int running_on;      /* CPU, or -1 */
+    uint64_t pending_ns;           /* CPU still needed before it blocks */
+    uint64_t next_wake;            /* absolute, or POLICY_NEVER */
+    uint64_t wake_at;              /* last wake not yet followed by a run, or POLICY_NEVER */
+    int running_on;                /* CPU, or -1 */
     uint64_t run_start;
     /* Counters since the last sim_reset_stats(). */
     uint64_t run_ns;
     uint64_t wakes;
-    uint64_t runs;       /* times it started running */
+    uint64_t runs; /* times it started running */
     uint64_t parks;
     uint64_t migrations;
     struct sim_samples lat;     /* wake-to-run latencies */
@@ -91,7 +91,7 @@ struct sim {
     struct sim_cpu cpu[POLICY_MAX_CPUS];
     struct sim_vcpu *vcpus[SIM_MAX_VCPUS];
     unsigned int nr_vcpus;
-    bool record;              /* keep a timeline of runs */
+    bool record; /* keep a timeline of runs */
     struct sim_seg *timeline;
     size_t nr_seg, cap_seg;
     uint64_t events;
@@ -102,8 +102,8 @@ struct sim {
  * node unless `cpus` is given) running `policy` with pool parameters
  * "k=v ..." (may be NULL).
  */
-int sim_init(struct sim *s, const char *policy, unsigned int nr_cpus,
-             const struct policy_cpu *cpus, const char *params, char *err);
+int sim_init(struct sim *s, const char *policy, unsigned int nr_cpus, const struct policy_cpu *cpus,
+             const char *params, char *err);
 void sim_fini(struct sim *s);
 
 /*

@@ -11,9 +11,9 @@
 
 #include "sim.h"
 
-#define MS(x) ((uint64_t)(x) * NSEC_PER_MSEC)
-#define US(x) ((uint64_t)(x) * NSEC_PER_USEC)
-#define SEC(x) ((uint64_t)(x) * NSEC_PER_SEC)
+#define MS(x)  ((uint64_t)(x)*NSEC_PER_MSEC)
+#define US(x)  ((uint64_t)(x)*NSEC_PER_USEC)
+#define SEC(x) ((uint64_t)(x)*NSEC_PER_SEC)
 
 /* Start a simulator or fail the test with the policy's message. */
 #define sim_start(s, policy, ncpu, params)                                                         \
@@ -25,8 +25,7 @@
 
 /* Attach a domain or fail the test. */
 static inline struct pool_dom *
-sim_add_ok(struct sim *s, const char *name, unsigned int n, struct sim_demand d,
-           const char *params)
+sim_add_ok(struct sim *s, const char *name, unsigned int n, struct sim_demand d, const char *params)
 {
     char err[POLICY_ERRLEN] = "";
     struct pool_dom *dom = sim_dom_add(s, name, n, d, 0, params, err);
@@ -40,8 +39,8 @@ sim_add_ok(struct sim *s, const char *name, unsigned int n, struct sim_demand d,
     do {                                                                                           \
         double got_ = sim_share((s), sim_vcpu((d), 0));                                            \
         ck_assert_msg(got_ > (expect) - (tol) && got_ < (expect) + (tol),                          \
-                      "%s: share %.4f, expected %.4f +- %.4f", (d)->name, got_,                    \
-                      (double)(expect), (double)(tol));                                            \
+                      "%s: share %.4f, expected %.4f +- %.4f", (d)->name, got_, (double)(expect),  \
+                      (double)(tol));                                                              \
     } while (0)
 
 #define ck_assert_no_violations(s)                                                                 \

@@ -9,7 +9,7 @@
 
 extern const struct policy_ops credit_ops;  /* policy/credit.c */
 extern const struct policy_ops credit2_ops; /* policy/credit2.c */
-extern const struct policy_ops rr_ops;    /* policy/rr.c */
-extern const struct policy_ops table_ops; /* policy/table.c */
+extern const struct policy_ops rr_ops;      /* policy/rr.c */
+extern const struct policy_ops table_ops;   /* policy/table.c */
 
 #endif /* VCPUSCHED_POLICIES_H */

@@ -42,7 +42,9 @@ struct rr_priv {
     struct rr_cpu cpu[];
 };
 
-enum { RR_P_SLICE_US };
+enum {
+    RR_P_SLICE_US
+};
 static const struct policy_param rr_pool_params[] = {
     [RR_P_SLICE_US] = {"slice_us", POLICY_PARAM_INT, 1, 1000000, RR_DEFAULT_SLICE_US,
                        "time slice in microseconds"},

@@ -52,7 +52,10 @@ struct table_priv {
     struct policy_vcpu *cur[];
 };
 
-enum { TABLE_P_TABLE, TABLE_P_SLOT_US };
+enum {
+    TABLE_P_TABLE,
+    TABLE_P_SLOT_US
+};
 static const struct policy_param table_pool_params[] = {
     [TABLE_P_TABLE] = {"table", POLICY_PARAM_STR, 0, TABLE_MAX_SPEC, 0,
                        "slot owners in order, e.g. A,B,A,C (domain or domain/vCPU)"},
@@ -282,8 +285,7 @@ table_eligible(const struct table_priv *p, const struct policy_vcpu *v, unsigned
     int on = table_vcpu(v)->on_cpu;
 
     (void)p;
-    return v->runnable && !v->parked && policy_vcpu_allowed(v, cpu) &&
-           (on < 0 || on == (int)cpu);
+    return v->runnable && !v->parked && policy_vcpu_allowed(v, cpu) && (on < 0 || on == (int)cpu);
 }
 
 /* The vCPU an entry names, or the domain's next eligible one. */
