@@ -48,7 +48,7 @@ CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DV
 # Everything, so clang -Werror sees every file, not only the fuzzers.
 cmake --build "$top/build/fuzz" -j "$jobs"
 for f in "$top"/build/fuzz/tests/fuzz_*; do
-    [ -x "$f" ] || continue
+    [ -f "$f" ] && [ -x "$f" ] || continue # not the corpus folders beside them
     corpus="$top/tests/fuzz/corpus/$(basename "$f")"
     mkdir -p "$top/build/fuzz/corpus-$(basename "$f")"
     "$f" -max_total_time=60 -print_final_stats=1 "$top/build/fuzz/corpus-$(basename "$f")" \
