@@ -8,13 +8,14 @@
 # bench/results/. Needs root (SCHED_FIFO, cgroups, BPF). Extra arguments go
 # to bench/ping_latency.py (see --help), e.g. --reps 5 --count 1000.
 #
-#   sudo ./scripts/main.sh
+# As root:
+#   ./scripts/main.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
-    echo "main.sh: run as root (sudo ./scripts/main.sh)" >&2
+    echo "main.sh: must run as root (from a root shell: ./scripts/main.sh)" >&2
     exit 1
 fi
 ./scripts/deps.sh

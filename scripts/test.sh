@@ -7,8 +7,9 @@
 # checks formatting and runs the fuzzers briefly. Needs root (SCHED_FIFO,
 # cgroups, BPF, libvirtd).
 #
-#   sudo ./scripts/test.sh            everything
-#   sudo ./scripts/test.sh --quick    one build, no sanitizers, no fuzzing
+# As root:
+#   ./scripts/test.sh            everything
+#   ./scripts/test.sh --quick    one build, no sanitizers, no fuzzing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -16,7 +17,7 @@ top=$(pwd)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 if [ "$(id -u)" -ne 0 ]; then
-    echo "test.sh: run as root (sudo ./scripts/test.sh)" >&2
+    echo "test.sh: must run as root (from a root shell: ./scripts/test.sh)" >&2
     exit 1
 fi
 ./scripts/deps.sh
