@@ -50,9 +50,17 @@ CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DV
 cmake --build "$top/build/fuzz" -j "$jobs"
 for f in "$top"/build/fuzz/tests/fuzz_*; do
     [ -f "$f" ] && [ -x "$f" ] || continue # not the corpus folders beside them
-    corpus="$top/tests/fuzz/corpus/$(basename "$f")"
-    mkdir -p "$top/build/fuzz/corpus-$(basename "$f")"
-    "$f" -max_total_time=60 -print_final_stats=1 "$top/build/fuzz/corpus-$(basename "$f")" \
-        $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -3
+    name=$(basename "$f")
+    opts=(-max_total_time=60 -print_final_stats=1)
+    if [ -f "$top/tests/fuzz/$name.dict" ]; then
+        opts+=("-dict=$top/tests/fuzz/$name.dict")
+    fi
+    # New inputs go to the first (writable) corpus; the checked-in seeds are read.
+    corpora=("$top/build/fuzz/corpus-$name")
+    mkdir -p "${corpora[0]}"
+    if [ -d "$top/tests/fuzz/corpus/$name" ]; then
+        corpora+=("$top/tests/fuzz/corpus/$name")
+    fi
+    "$f" "${opts[@]}" "${corpora[@]}" 2>&1 | tail -3
 done
 echo "== all tests passed"
