@@ -45,6 +45,8 @@ DEFAULT_SCHEDULERS = ("kernel", "credit", "credit2", "credit:tslice_ms=5")
 # on this host (tests/integration/run-exclusive) never overlap with it.
 LOCK = "/run/lock/vcpusched-test.lock"
 BACKGROUNDS = ("none", "cpu", "net")
+# Per-vCPU policy counters summed per VM in the "what the scheduler saw" table.
+POLICY_COUNTERS = ("boosts", "parks", "resets")
 
 
 def log(msg):
@@ -143,6 +145,7 @@ class Daemon:
 
     def __init__(self, bench, policy, pool_params):
         self.b = bench
+        self.attached = {}  # VM name -> time.monotonic() of its attach
         self.sock = os.path.join(bench.dir, "control.sock")
         cmd = [os.path.join(bench.build, "vcpusched", "vcpuschedd"), "--foreground",
                "--socket", self.sock, "--state", os.path.join(bench.dir, "state"),
@@ -164,6 +167,23 @@ class Daemon:
         if check and r.returncode != 0:
             raise RuntimeError(f"vcpuschedctl {' '.join(args)}: {r.stderr.strip()}")
         return r
+
+    def seen(self):
+        """What the scheduler saw of each VM since it was attached: CPU share,
+        wakes per second and, summed over vCPUs, the policy's counters."""
+        now = time.monotonic()
+        out = {}
+        for d in json.loads(self.ctl("list", "--json").stdout)["domains"]:
+            wall = max(now - self.attached.get(d["name"], now), 1e-3)
+            v = {"cpu_pct": 0.0, "wakes_per_s": 0.0}
+            for c in d["vcpus"]:
+                v["cpu_pct"] += c["run_ns"] / 1e9 / wall * 100
+                v["wakes_per_s"] += c["wakes"] / wall
+                for k, x in c.get("policy", {}).items():
+                    if isinstance(x, (int, float)) and k in POLICY_COUNTERS:
+                        v[k] = v.get(k, 0) + x
+            out[d["name"]] = v
+        return out
 
     def stop(self):
         if self.proc.poll() is None:
@@ -218,6 +238,7 @@ class Bench:
     def attach(self, guests, params=()):
         for g in guests:
             self.daemon.ctl("attach", g.name, "--qmp", g.qmp, *params)
+            self.daemon.attached[g.name] = time.monotonic()
 
     def ping_run(self, spec, link, others):
         """One ping VM run under scheduler `spec`; returns the RTTs (ms) after
@@ -225,6 +246,7 @@ class Bench:
         lp, rp = link
         sched, pool_params, params = sched_spec(spec)
         ping = None
+        seen = {}
         try:
             if sched != "kernel":
                 self.daemon = Daemon(self, sched, pool_params)
@@ -239,6 +261,8 @@ class Bench:
                     time.sleep(0.02)
                 self.attach([ping], params)
             ping.wait_line("VS-DONE", 120 + self.a.count * self.a.interval * 4)
+            if self.daemon:
+                seen = self.daemon.seen()
         finally:
             self.stop_daemon()  # first: it restores every thread, frozen ones too
             if ping:
@@ -247,7 +271,7 @@ class Bench:
         rtts = [int(fields(l)["rtt_us"]) / 1000.0 for l in vs_lines(ping.serial)
                 if l.startswith("VS-RTT")]
         lost = sum(1 for l in vs_lines(ping.serial) if l.startswith("VS-LOST"))
-        return rtts[self.a.warmup:], lost
+        return rtts[self.a.warmup:], lost, seen
 
     def stop_daemon(self):
         if self.daemon:
@@ -255,7 +279,8 @@ class Bench:
             self.daemon = None
 
     def run(self):
-        res = {s: {b: {"rtts": [], "p99s": [], "lost": 0} for b in self.a.backgrounds}
+        res = {s: {b: {"rtts": [], "p99s": [], "lost": 0, "seen": []}
+                   for b in self.a.backgrounds}
                for s in self.a.schedulers}
         for rep in range(self.a.reps):
             for bg in self.a.backgrounds:
@@ -269,8 +294,10 @@ class Bench:
         order = self.a.schedulers[rep % len(self.a.schedulers):] + \
             self.a.schedulers[:rep % len(self.a.schedulers)]
         for sched in order:
-            rtts, lost = self.ping_run(sched, link, others)
+            rtts, lost, seen = self.ping_run(sched, link, others)
             r = res[sched][bg]
+            if seen:
+                r["seen"].append(seen)
             r["rtts"] += rtts
             r["lost"] += lost
             if rtts:
@@ -312,7 +339,32 @@ def summarize(res, a, meta):
                 f"| {bg} | {s} | {len(x)} | {percentile(x, 50):.2f} | "
                 f"{percentile(x, 99):.2f} | {percentile(x, 99.9):.2f} | {max(x):.2f} | "
                 f"{min(r['p99s']):.2f}-{max(r['p99s']):.2f} | {ratio} | {r['lost']} |")
+    lines += seen_table(res, a)
     return "\n".join(lines) + "\n"
+
+
+def seen_table(res, a):
+    """Per VM, the scheduler's own view, averaged over repetitions: CPU share,
+    wakes per second and the policy's counters per second (boosts, parks,
+    resets). It says why a tail is what it is (who was boosted, who parked)."""
+    rows = []
+    for bg in a.backgrounds:
+        for s in a.schedulers:
+            runs = res[s][bg]["seen"]
+            for vm in sorted({n for r in runs for n in r}):
+                vals = [r[vm] for r in runs if vm in r]
+                keys = ["cpu_pct", "wakes_per_s"] + [k for k in POLICY_COUNTERS
+                                                     if any(k in v for v in vals)]
+                avg = {k: sum(v.get(k, 0) for v in vals) / len(vals) for k in keys}
+                extra = ", ".join(f"{k} {avg[k]:.0f}" for k in keys[2:])
+                rows.append(f"| {bg} | {s} | {vm} | {avg['cpu_pct']:.1f} | "
+                            f"{avg['wakes_per_s']:.0f} | {extra} |")
+    if not rows:
+        return []
+    return ["", "What the scheduler saw, per VM (mean over repetitions; counters are "
+            "totals per run since the VM was attached):", "",
+            "| background | scheduler | VM | CPU % | wakes/s | policy counters |",
+            "|---|---|---|---|---|---|"] + rows
 
 
 def main():
