@@ -147,7 +147,8 @@ struct qmp_stats {
  * On success *cp is a ready connection for qmp_close(). Errors: -ENOENT,
  * -ECONNREFUSED, -ENAMETOOLONG (path), -ETIMEDOUT (no greeting: QEMU serves
  * one client at a time, so another client may hold the monitor), -EPROTO,
- * -EREMOTEIO, -ECONNRESET, -EMSGSIZE, -ENOMEM, -EINVAL (bad options).
+ * -EREMOTEIO, -ECONNRESET, -EMSGSIZE, -ENOMEM, -EINVAL (no path, bad options);
+ * each with a message in errbuf.
  */
 int qmp_connect(struct qmp_conn **cp, const char *path, const struct qmp_opts *opts, char *errbuf,
                 size_t errlen);

@@ -480,8 +480,10 @@ conn_execute(struct qmp_conn *c, const char *cmd, struct json_object *args,
     if (r < 0)
         return r;
     id = json_object_new_int64(++c->next_id);
-    if (id == NULL)
+    if (id == NULL) {
+        qmp_errf(errbuf, errlen, "qmp: %s: out of memory", cmd);
         return -ENOMEM;
+    }
     r = qmp_msg_format_command(cmd, args, id, &line, &len, errbuf, errlen);
     if (r == 0)
         r = conn_send(c, line, len, deadline, cmd, errbuf, errlen);
@@ -594,11 +596,15 @@ qmp_connect(struct qmp_conn **cp, const char *path, const struct qmp_opts *opts,
     int r;
 
     *cp = NULL;
-    if (path == NULL)
+    if (path == NULL) {
+        qmp_errf(errbuf, errlen, "qmp: connect: no socket path given");
         return -EINVAL;
+    }
     c = calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (c == NULL) {
+        qmp_errf(errbuf, errlen, "qmp: connect %s: out of memory", path);
         return -ENOMEM;
+    }
     c->fd = -1;
     r = conn_set_opts(c, opts, errbuf, errlen);
     deadline = deadline_after(c->timeout_ms);

@@ -54,8 +54,10 @@ msg_parse_json(const char *line, size_t len, struct json_object **out, char *err
         return -EPROTO;
     }
     tok = json_tokener_new();
-    if (tok == NULL)
+    if (tok == NULL) {
+        qmp_errf(errbuf, errlen, "qmp: out of memory parsing a server line");
         return -ENOMEM;
+    }
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     obj = json_tokener_parse_ex(tok, line, (int)len);
     jerr = json_tokener_get_error(tok);
@@ -316,7 +318,7 @@ qmp_msg_format_command(const char *cmd, struct json_object *args, struct json_ob
     }
     o = json_object_new_object();
     if (o == NULL)
-        return -ENOMEM;
+        goto out;
     if (cmd_add(o, "execute", json_object_new_string(cmd), false) < 0 ||
         (args != NULL && cmd_add(o, "arguments", args, true) < 0) ||
         (id != NULL && cmd_add(o, "id", id, true) < 0))

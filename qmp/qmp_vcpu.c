@@ -160,8 +160,10 @@ vcpu_check_tids(const struct qmp_vcpus *vs, char *errbuf, size_t errlen)
     struct vcpu_tid *t = calloc(vs->n, sizeof(*t));
     int r = 0;
 
-    if (t == NULL)
+    if (t == NULL) {
+        qmp_errf(errbuf, errlen, "query-cpus-fast: out of memory checking %zu thread ids", vs->n);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < vs->n; i++)
         t[i] = (struct vcpu_tid){vs->v[i].thread_id, vs->v[i].cpu_index};
     qsort(t, vs->n, sizeof(*t), vcpu_cmp_tid);
@@ -210,8 +212,10 @@ qmp_vcpus_from_json(struct json_object *ret, struct qmp_vcpus *out, char *errbuf
         return -EPROTO;
     }
     out->v = calloc(n, sizeof(*out->v));
-    if (out->v == NULL)
+    if (out->v == NULL) {
+        qmp_errf(errbuf, errlen, "query-cpus-fast: out of memory for %zu vcpus", n);
         return -ENOMEM;
+    }
     out->n = n;
     r = vcpu_parse_all(ret, out, errbuf, errlen);
     if (r == 0) {
