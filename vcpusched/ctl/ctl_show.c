@@ -156,8 +156,9 @@ jarray(struct json_object *o, const char *key)
 
 /* --- list --- */
 
-#define LIST_VCPU_HEAD "DOMAIN POOL POLICY >VCPU >TID >CPU STATE LEVEL >RUN >WAKES COUNTERS"
-#define LIST_DOM_HEAD  "DOMAIN SOURCE >PID >VCPUS PARAMS"
+#define LIST_VCPU_HEAD                                                                             \
+    "DOMAIN POOL POLICY >VCPU >TID >CPU STATE LEVEL >RUN >SWITCHES >WAKES COUNTERS"
+#define LIST_DOM_HEAD "DOMAIN SOURCE >PID >VCPUS PARAMS"
 
 static void
 list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
@@ -178,6 +179,7 @@ list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
         cell_field(t, v, "state");
         cell_field(t, v, "level");
         cell_ns(t, v, "run_ns");
+        cell_field(t, v, "switches");
         cell_field(t, v, "wakes");
         cell_kv(t, jget(v, "policy"));
     }
