@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: ISC
 #
 # One bare guest boots to VS-READY under the probed accelerator (TCG on a
-# host without hardware KVM), its vCPU thread is named "CPU 0/TCG" and sits
-# on --vcpu-affinity while the other threads keep --cpu-affinity, its QMP
-# socket answers, stop-guest ends it; the accel probe and run-guest refuse
-# bad input and start nothing; the guest refuses an unknown vs.* key.
+# host without hardware KVM), its vCPU thread is named after it ("CPU 0/TCG"
+# or "CPU 0/KVM") and sits on --vcpu-affinity while the other threads keep
+# --cpu-affinity, its QMP socket answers, stop-guest ends it; the accel
+# probe and run-guest refuse bad input and start nothing; the guest refuses
+# an unknown vs.* key.
 . "$(dirname "$0")/vm_lib.sh"
 
 image
@@ -31,7 +32,8 @@ else
     not_ok "guest reached VS-READY within 60 s"
 fi
 tid=$(vcpu_tid "$pid" 0) || true
-check "vCPU thread 'CPU 0/$(echo "$accel" | tr a-z A-Z)' exists" test -n "$tid"
+vcpu_comm="CPU 0/$(tr a-z A-Z <<<"$accel")"
+check "vCPU thread '$vcpu_comm' exists" test "$(cat "/proc/$pid/task/${tid:-none}/comm" 2>/dev/null)" = "$vcpu_comm"
 check "vCPU thread on --vcpu-affinity (CPU $((ncpu - 1)))" test "$(taskset -pc "$tid" | sed 's/.*: //')" = $((ncpu - 1))
 others=$(for t in /proc/"$pid"/task/*; do [ "${t##*/}" = "$tid" ] || taskset -pc "${t##*/}" | sed 's/.*: //'; done | sort -u)
 check "other QEMU threads on --cpu-affinity (CPU 0)" test "$others" = 0

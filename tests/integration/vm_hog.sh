@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: ISC
 #
-# A hog guest keeps its vCPU thread ("CPU 0/TCG") running: over 2 s its
-# /proc/<tid>/schedstat run time is most of the wall time, while an idle
-# guest's vCPU thread mostly blocks (the guest halts). Each vCPU thread gets a
-# CPU of its own, so the two do not compete.
+# A hog guest keeps its vCPU thread ("CPU 0/TCG" or "CPU 0/KVM") running:
+# over 2 s its /proc/<tid>/schedstat run time is most of the wall time, while
+# an idle guest's vCPU thread mostly blocks (the guest halts). Each vCPU
+# thread gets a CPU of its own, so the two do not compete.
 . "$(dirname "$0")/vm_lib.sh"
 
 image

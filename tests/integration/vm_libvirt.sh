@@ -5,7 +5,10 @@
 # starts with virsh create, pings flow over <interface type='udp'>, the vCPU
 # thread sits on the <vcpupin> CPU and the emulator threads on the
 # <emulatorpin> CPU, the vcpusched metadata element is readable, the ping
-# domain ends itself by powering off, and stop leaves nothing behind.
+# domain ends itself by powering off, and stop leaves nothing behind. The
+# domain type and vCPU thread name follow the probed accelerator
+# (vm-images/accel): type 'kvm' and "CPU 0/KVM" with hardware KVM, type
+# 'qemu' and "CPU 0/TCG" without.
 . "$(dirname "$0")/vm_lib.sh"
 
 export VS_LIBVIRT_SCRATCH=$T/libvirt
@@ -14,6 +17,12 @@ count=50
 ncpu=$(nproc)
 vcpu_cpu=$((ncpu - 1))
 vs_uri=https://vcpusched.org/xmlns/1
+accel=$("$vm_dir/accel")
+case $accel in
+kvm) dom_type=kvm vcpu_comm="CPU 0/KVM" ;;
+*) dom_type=qemu vcpu_comm="CPU 0/TCG" ;;
+esac
+note "accel probe: $accel (domain type $dom_type)"
 
 image
 mk() { "$vm_dir/mkdomxml" --kernel "$VS_KERNEL" --initrd "$VS_INITRD" "$@"; }
@@ -23,6 +32,8 @@ refuses() { ! mk "$@" 2>/dev/null; }
 idle=(--name k --role idle --serial "$T/k.log")
 check "mkdomxml --accel kvm gives a kvm domain" xml_has "<domain type='kvm'>" "${idle[@]}" --accel kvm
 check "mkdomxml --accel kvm uses host-passthrough" xml_has "<cpu mode='host-passthrough'/>" "${idle[@]}" --accel kvm
+check "mkdomxml --accel tcg gives a qemu domain" xml_has "<domain type='qemu'>" "${idle[@]}" --accel tcg
+check "mkdomxml --accel tcg sets no host CPU model" xml_lacks host-passthrough "${idle[@]}" --accel tcg
 check "mkdomxml without pins writes no <cputune>" xml_lacks cputune "${idle[@]}"
 check "mkdomxml for an idle guest writes no NIC" xml_lacks '<interface' "${idle[@]}"
 check "mkdomxml refuses a relative serial path" refuses --name k --role idle --serial k.log
@@ -38,7 +49,8 @@ mk --name vs-it-ping --role ping --ip 10.0.0.1/24 --peer 10.0.0.2 --local-port "
     --remote-port "$p2" --serial "$T/ping.log" --emulator-cpus 0 --vcpu-cpus "$vcpu_cpu" \
     --extra-cmdline "vs.count=$count vs.interval=0.05" --vs-sched 'policy=credit weight=256 cap=0' \
     -o "$T/ping.xml" || bail "mkdomxml ping failed"
-check "mkdomxml picks domain type qemu on a TCG host" grep -q "<domain type='qemu'>" "$T/ping.xml"
+check "mkdomxml picks domain type $dom_type for the probed accelerator ($accel)" \
+    grep -q "<domain type='$dom_type'>" "$T/ping.xml"
 
 check "virsh create pong" "$lv" virsh -q create "$T/pong.xml"
 t0=$(now)
@@ -48,7 +60,8 @@ check "virsh create ping" "$lv" virsh -q create "$T/ping.xml"
 pid=$("$lv" exec cat /run/libvirt/qemu/vs-it-ping.pid) || bail "no pid file for vs-it-ping"
 tid=$("$lv" exec cat /run/libvirt/qemu/vs-it-ping.xml | sed -n "s/.*<vcpu id='0' pid='\([0-9]*\)'.*/\1/p")
 note "vs-it-ping: QEMU pid $pid, vCPU 0 tid $tid"
-check "status XML vCPU 0 thread is 'CPU 0/TCG'" test "$(cat "/proc/$pid/task/$tid/comm" 2>/dev/null)" = "CPU 0/TCG"
+check "status XML vCPU 0 thread is '$vcpu_comm'" \
+    test "$(cat "/proc/$pid/task/$tid/comm" 2>/dev/null)" = "$vcpu_comm"
 check "vCPU thread pinned per <vcpupin> (CPU $vcpu_cpu)" \
     test "$(taskset -pc "$tid" | sed 's/.*: //')" = "$vcpu_cpu"
 emu_ok=1

@@ -26,6 +26,6 @@ check "every interval moved traffic (kbit_s > 0)" awk '$1 <= 0 { bad = 1 } END {
 check "runs end with sender and receiver summaries" \
     sh -c "grep -Eq '^VS-NET-SUM run=0 .* side=sender$' '$T/load.log' && grep -Eq '^VS-NET-SUM run=0 .* side=receiver$' '$T/load.log'"
 check "no iperf3 errors" sh -c "! grep -q '^VS-NET-ERR' '$T/load.log'"
-note "netload throughput over $lines intervals (TCG): median $(percentile 50 <"$T/kbit") kbit/s," \
+note "netload throughput over $lines intervals ($("$vm_dir/accel")): median $(percentile 50 <"$T/kbit") kbit/s," \
     "min $(sort -n "$T/kbit" | head -n 1) kbit/s"
 finish

@@ -4,7 +4,8 @@
 # Two bare guests joined by one loopback-UDP link (-netdev dgram): the ping
 # client prints one VS-RTT line per reply (or VS-LOST), VS-DONE with the
 # counts, and powers off, so its QEMU exits by itself. Prints the RTT
-# distribution (TCG, no load) for information; asserts no timing.
+# distribution (probed accelerator, no load) for information; asserts no
+# timing.
 . "$(dirname "$0")/vm_lib.sh"
 
 count=${VS_PING_COUNT:-100}
@@ -32,7 +33,7 @@ check "ping guest powers off: its QEMU exits" wait_gone "$ping_pid" 10
 
 if [ "$rtts" -gt 0 ]; then
     sed -n 's/^VS-RTT seq=[0-9]* rtt_us=//p' "$T/ping.log" >"$T/rtt"
-    note "idle ping RTT, TCG, $rtts replies at 50 ms: p50 $(percentile 50 <"$T/rtt") us," \
+    note "idle ping RTT, $("$vm_dir/accel"), $rtts replies at 50 ms: p50 $(percentile 50 <"$T/rtt") us," \
         "p99 $(percentile 99 <"$T/rtt") us, max $(percentile 100 <"$T/rtt") us" \
         "(sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us))"
 fi
