@@ -46,7 +46,7 @@ DEFAULT_SCHEDULERS = ("kernel", "credit", "credit2", "credit:tslice_ms=5")
 LOCK = "/run/lock/vcpusched-test.lock"
 BACKGROUNDS = ("none", "cpu", "net")
 # Per-vCPU policy counters summed per VM in the "what the scheduler saw" table.
-POLICY_COUNTERS = ("boosts", "parks", "resets")
+POLICY_COUNTERS = ("boosts", "parks", "resets", "steals")
 
 
 def log(msg):
@@ -145,7 +145,6 @@ class Daemon:
 
     def __init__(self, bench, policy, pool_params):
         self.b = bench
-        self.attached = {}  # VM name -> time.monotonic() of its attach
         self.sock = os.path.join(bench.dir, "control.sock")
         cmd = [os.path.join(bench.build, "vcpusched", "vcpuschedd"), "--foreground",
                "--socket", self.sock, "--state", os.path.join(bench.dir, "state"),
@@ -168,21 +167,31 @@ class Daemon:
             raise RuntimeError(f"vcpuschedctl {' '.join(args)}: {r.stderr.strip()}")
         return r
 
-    def seen(self):
-        """What the scheduler saw of each VM since it was attached: CPU share,
-        wakes per second and, summed over vCPUs, the policy's counters."""
-        now = time.monotonic()
+    def counters(self):
+        """Per VM, summed over its vCPUs: run time, wakes and the policy's
+        counters, as the daemon reports them now."""
         out = {}
         for d in json.loads(self.ctl("list", "--json").stdout)["domains"]:
-            wall = max(now - self.attached.get(d["name"], now), 1e-3)
-            v = {"cpu_pct": 0.0, "wakes_per_s": 0.0}
+            v = {"run_ns": 0, "wakes": 0}
             for c in d["vcpus"]:
-                v["cpu_pct"] += c["run_ns"] / 1e9 / wall * 100
-                v["wakes_per_s"] += c["wakes"] / wall
+                v["run_ns"] += c["run_ns"]
+                v["wakes"] += c["wakes"]
                 for k, x in c.get("policy", {}).items():
-                    if isinstance(x, (int, float)) and k in POLICY_COUNTERS:
+                    if k in POLICY_COUNTERS and isinstance(x, (int, float)):
                         v[k] = v.get(k, 0) + x
             out[d["name"]] = v
+        return time.monotonic(), out
+
+    @staticmethod
+    def seen(first, last):
+        """What the scheduler saw of each VM between two counters() snapshots:
+        CPU share (%), wakes and policy counters per second."""
+        wall = max(last[0] - first[0], 1e-3)
+        out = {}
+        for vm, b in last[1].items():
+            a = first[1].get(vm, {})
+            out[vm] = {k: (b[k] - a.get(k, 0)) / wall for k in b}
+            out[vm]["cpu_pct"] = out[vm].pop("run_ns") / 1e7
         return out
 
     def stop(self):
@@ -238,7 +247,6 @@ class Bench:
     def attach(self, guests, params=()):
         for g in guests:
             self.daemon.ctl("attach", g.name, "--qmp", g.qmp, *params)
-            self.daemon.attached[g.name] = time.monotonic()
 
     def ping_run(self, spec, link, others):
         """One ping VM run under scheduler `spec`; returns the RTTs (ms) after
@@ -260,9 +268,11 @@ class Bench:
                 while not os.path.exists(ping.qmp) and time.monotonic() < deadline:
                     time.sleep(0.02)
                 self.attach([ping], params)
+            ping.wait_line("VS-RTT", 120)  # booted: count from the first reply
+            first = self.daemon.counters() if self.daemon else None
             ping.wait_line("VS-DONE", 120 + self.a.count * self.a.interval * 4)
             if self.daemon:
-                seen = self.daemon.seen()
+                seen = Daemon.seen(first, self.daemon.counters())
         finally:
             self.stop_daemon()  # first: it restores every thread, frozen ones too
             if ping:
@@ -344,26 +354,25 @@ def summarize(res, a, meta):
 
 
 def seen_table(res, a):
-    """Per VM, the scheduler's own view, averaged over repetitions: CPU share,
-    wakes per second and the policy's counters per second (boosts, parks,
-    resets). It says why a tail is what it is (who was boosted, who parked)."""
+    """Per VM, the scheduler's own view while the ping VM pinged, averaged over
+    repetitions: CPU share, wakes and policy counters per second. It says why
+    a tail is what it is (who was boosted, who parked, how often credit reset)."""
     rows = []
     for bg in a.backgrounds:
         for s in a.schedulers:
             runs = res[s][bg]["seen"]
             for vm in sorted({n for r in runs for n in r}):
                 vals = [r[vm] for r in runs if vm in r]
-                keys = ["cpu_pct", "wakes_per_s"] + [k for k in POLICY_COUNTERS
-                                                     if any(k in v for v in vals)]
-                avg = {k: sum(v.get(k, 0) for v in vals) / len(vals) for k in keys}
-                extra = ", ".join(f"{k} {avg[k]:.0f}" for k in keys[2:])
+                avg = {k: sum(v.get(k, 0) for v in vals) / len(vals)
+                       for k in sorted({k for v in vals for k in v})}
+                extra = ", ".join(f"{k} {avg[k]:.0f}" for k in POLICY_COUNTERS if k in avg)
                 rows.append(f"| {bg} | {s} | {vm} | {avg['cpu_pct']:.1f} | "
-                            f"{avg['wakes_per_s']:.0f} | {extra} |")
+                            f"{avg['wakes']:.0f} | {extra} |")
     if not rows:
         return []
-    return ["", "What the scheduler saw, per VM (mean over repetitions; counters are "
-            "totals per run since the VM was attached):", "",
-            "| background | scheduler | VM | CPU % | wakes/s | policy counters |",
+    return ["", "What the scheduler saw while the ping VM pinged, per VM (mean over "
+            "repetitions; rates per second):", "",
+            "| background | scheduler | VM | CPU % | wakes/s | policy counters/s |",
             "|---|---|---|---|---|---|"] + rows
 
 
