@@ -260,8 +260,8 @@ apply_dirty(struct sched_pool *sp)
     }
 }
 
-/* Make the kernel run what the pool elected on CPU c. */
-static void
+/* Make the kernel run what the pool elected on CPU c; true if it raised a thread. */
+static bool
 actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
 {
     const struct act_prio *prio = &sp->s->cfg.prio;
@@ -272,7 +272,7 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
     if (want != NULL && want->gone)
         want = NULL;
     if (want == cur)
-        return;
+        return false;
     if (want != NULL) {
         act_book(sp, want, act_set_cpu(want->act, c->host), "set affinity");
         act_book(sp, want,
@@ -297,6 +297,7 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
         act_book(sp, cur, act_set_cpu(cur->act, sp->cpus[cur->pv->pv->cpu].host), "set affinity");
     }
     c->mid = want;
+    return want != NULL;
 }
 
 void
@@ -345,6 +346,28 @@ dispatch_kick(struct sched_pool *sp, uint64_t cpus)
 }
 
 /*
+ * The slice the policy gave starts at the pick's `now`, but a thread
+ * raised by this pass runs only once the pass is over: in the dedicated
+ * pattern when the previous thread is lowered (now), in the shared one
+ * when the dispatcher sleeps (shared_main re-bases it with slice_ns). On
+ * a slow host a pass costs more than a short slice, and the deadline
+ * would pass before the thread ran at all. The policy is not told; it
+ * sees the real time at its next call.
+ */
+static void
+cpu_deadline(struct sched_cpu *c, const struct pool_cpu *pc, bool raised, uint64_t now)
+{
+    c->slice_ns = 0;
+    if (raised && pc->until != POLICY_NEVER) {
+        c->slice_ns = pc->until > now ? pc->until - now : 0;
+        c->until = sched_now() + c->slice_ns;
+    } else if (raised || pc->until != c->pool_until) {
+        c->until = pc->until; /* else: the same slice, keep its start */
+    }
+    c->pool_until = pc->until;
+}
+
+/*
  * One decision pass for CPU c at `now` (pool lock held): charge, run the
  * pool timer (CPU 0 of the pool owns it), re-pick if due or tickled,
  * actuate. Returns the next deadline of this CPU; *kick gets the other
@@ -360,14 +383,14 @@ cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kic
     account_running(sp, now);
     if (c->index == 0)
         pool_timer(&sp->pool, now);
-    if ((pool_need_pick(&sp->pool) & bit) || pc->until <= now) {
+    if ((pool_need_pick(&sp->pool) & bit) || c->until <= now) {
         pool_pick(&sp->pool, c->index, now);
         sp->kicked &= ~bit;
     }
     apply_dirty(sp);
-    actuate_cpu(sp, c);
+    cpu_deadline(c, pc, actuate_cpu(sp, c), now);
     *kick = take_kicks(sp) & ~bit;
-    next = pc->until;
+    next = c->until;
     if (c->index == 0 && sp->pool.pol.timer < next)
         next = sp->pool.pol.timer;
     if (proc_mode(sp->s) && now + sp->s->cfg.proc_poll_ns < next)
@@ -377,18 +400,52 @@ cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kic
 
 /* --- shared pattern ------------------------------------------------------ */
 
+/* Smoothing of the arming cost: 1/8 of each sample, as TCP's srtt. */
+#define ARM_COST_SHIFT  3
+#define ARM_COST_MAX_NS (100 * NSEC_PER_USEC) /* a sample beyond is a preemption */
+
+/*
+ * Arm c's timer for `when`, unless it is armed there and yet to fire.
+ * Reprogramming the timer is a trap into the hypervisor on a VM (7-20 us
+ * on the nested test host): its measured cost feeds slice_start.
+ */
 static void
-timer_arm(int fd, uint64_t when)
+timer_arm(struct sched_cpu *c, uint64_t when)
 {
     struct itimerspec its = {0};
+    uint64_t t0, cost;
 
+    if (when == c->armed && (when == POLICY_NEVER || when > sched_now()))
+        return;
+    c->armed = when;
     if (when != POLICY_NEVER) {
         its.it_value.tv_sec = (time_t)(when / NSEC_PER_SEC);
         its.it_value.tv_nsec = (long)(when % NSEC_PER_SEC);
         if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
             its.it_value.tv_nsec = 1; /* zero would disarm */
     }
-    (void)timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+    t0 = sched_now();
+    (void)timerfd_settime(c->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    cost = sched_now() - t0;
+    cost = cost < ARM_COST_MAX_NS ? cost : ARM_COST_MAX_NS;
+    c->arm_ns = c->arm_ns - (c->arm_ns >> ARM_COST_SHIFT) + (cost >> ARM_COST_SHIFT);
+}
+
+/*
+ * Shared pattern: the thread raised by this pass runs once the dispatcher
+ * sleeps, after arming its timer. Start its slice there, so that it runs
+ * for the slice even when the pass took longer. Returns the new `next`.
+ */
+static uint64_t
+slice_start(struct sched_cpu *c, uint64_t next)
+{
+    uint64_t until = sched_now() + c->arm_ns + c->slice_ns;
+
+    if (next == c->until)
+        next = until; /* else an earlier deadline (pool timer, poll) comes first */
+    c->until = until;
+    c->slice_ns = 0;
+    return next;
 }
 
 static void *
@@ -427,7 +484,9 @@ shared_main(void *arg)
         next = cpu_step(sp, c, sched_now(), &kick);
         pthread_mutex_unlock(&sp->lock);
         dispatch_kick(sp, kick);
-        timer_arm(c->timer_fd, next);
+        if (c->slice_ns != 0)
+            next = slice_start(c, next);
+        timer_arm(c, next);
     }
     close(ep);
     return NULL;

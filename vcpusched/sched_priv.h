@@ -66,6 +66,16 @@ struct sched_cpu {
     bool started;
     struct sched_thread *mid;     /* at MID on this CPU (actuated) */
     struct sched_thread *running; /* on the CPU now, per events */
+    /*
+     * Owned by the dispatcher serving this CPU. `until` is the slice end it
+     * enforces: the pool's, moved later when a new thread was raised so
+     * that the thread's slice starts when it can run (see cpu_deadline).
+     */
+    uint64_t until;
+    uint64_t pool_until; /* the pool's `until` that `until` was derived from */
+    uint64_t slice_ns;   /* shared: slice of a thread just raised, to start at sleep; 0 */
+    uint64_t armed;      /* shared: the timer's expiry */
+    uint64_t arm_ns;     /* shared: average cost of arming the timer */
 };
 
 struct sched_pool_stats {

@@ -58,6 +58,22 @@ class DaemonTest(unittest.TestCase):
         for h in hogs:
             self.assert_share(split[h.tid], 1 / 3, f"hog {h.pid}")
 
+    def test_rr_slice_shorter_than_a_pass_reaches_the_targets(self):
+        # A shared dispatcher pass costs ~16 us here. The slice counts from
+        # when the target was raised, so a 5 us slice still runs the
+        # targets (before: the deadline had passed when the timer was
+        # re-armed, and the dispatcher took the whole CPU).
+        d = self.daemon("--pool-param", "slice_us=5", policy="rr")
+        hogs = self.busy(2)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        time.sleep(0.3)
+        split, wall = vstest.shares([h.tid for h in hogs], 3.0)
+        for h in hogs:
+            self.assertGreater(wall[h.tid], 0.05, f"hog {h.pid}: {wall[h.tid]:.3f} of the CPU")
+            self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid}")
+        self.assertEqual(d.json("stats")["pools"][0]["actuator_errors"], 0)
+
     def test_table_aabc_gives_a_half(self):
         d = self.daemon("--pool-param", "table=A,A,B,C", "--pool-param", "slot_us=1000",
                         policy="table")
