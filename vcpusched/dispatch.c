@@ -11,9 +11,9 @@
  * epoll on its timer (the slice end), its kick eventfd (a tickle from
  * another dispatcher or the control path) and the event ring; when it
  * wakes it preempts whatever runs, decides, and sleeps again.
- * Dedicated pattern: one dispatcher per pool on a CPU of its own, busy
- * polling the clock, the ring (no system call while it is empty) and the
- * pool's deadlines.
+ * Dedicated pattern: one dispatcher for every pool, on a CPU of its own,
+ * busy polling the clock, the ring (no system call while it is empty) and
+ * the pools' deadlines.
  *
  * Run time charged to the policy is what the kernel reports (switch
  * events, or schedstat in the /proc fallback), including time a LOW
@@ -494,33 +494,53 @@ shared_main(void *arg)
 
 /* --- dedicated pattern ---------------------------------------------------- */
 
+/*
+ * Step every CPU of sp if it is due or poked and the control path does
+ * not want its lock. Returns true if it stepped.
+ */
+static bool
+dedicated_step(struct sched_pool *sp, uint64_t now)
+{
+    uint64_t next = POLICY_NEVER, kick;
+
+    if ((!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due)) ||
+        atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0)
+        return false;
+    atomic_store(&sp->poke, false);
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
+
+        if (t < next)
+            next = t;
+    }
+    atomic_store(&sp->next_due, next);
+    pthread_mutex_unlock(&sp->lock);
+    return true;
+}
+
 static void *
 dedicated_main(void *arg)
 {
-    struct sched_pool *sp = arg;
+    struct sched *s = arg;
     uint64_t last_proc = 0;
 
-    while (!atomic_load(&sp->stop)) {
-        uint64_t now = sched_now(), next = POLICY_NEVER, kick;
+    while (!atomic_load(&s->dstop)) {
+        uint64_t now = sched_now();
+        bool stepped = false;
 
-        if (!proc_mode(sp->s) || now - last_proc >= sp->s->cfg.proc_poll_ns) {
-            drain_events(sp->s, now, NULL);
+        if (!proc_mode(s) || now - last_proc >= s->cfg.proc_poll_ns) {
+            drain_events(s, now, NULL);
             last_proc = now;
         }
-        if ((!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due)) ||
-            atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        atomic_store(&sp->poke, false);
-        for (unsigned int i = 0; i < sp->nr_cpus; i++) {
-            uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
+        for (unsigned int i = 0; i < SCHED_MAX_POOLS; i++) {
+            struct sched_pool *sp = atomic_load(&s->dpools[i]);
 
-            if (t < next)
-                next = t;
+            if (sp != NULL && dedicated_step(sp, now))
+                stepped = true;
         }
-        atomic_store(&sp->next_due, next);
-        pthread_mutex_unlock(&sp->lock);
+        atomic_fetch_add(&s->dloops, 1); /* no pool pointer is held past here */
+        if (!stepped)
+            __builtin_ia32_pause();
     }
     return NULL;
 }
@@ -548,6 +568,70 @@ spawn(pthread_t *t, int cpu, int prio, void *(*fn)(void *), void *arg)
     return -r;
 }
 
+/* Hand sp to the dedicated dispatcher, starting it for the first pool. */
+static int
+dedicated_add(struct sched_pool *sp, char *err, size_t errlen)
+{
+    struct sched *s = sp->s;
+    unsigned int i;
+    int r;
+
+    for (i = 0; i < SCHED_MAX_POOLS && atomic_load(&s->dpools[i]) != NULL; i++)
+        ;
+    if (i == SCHED_MAX_POOLS) {
+        snprintf(err, errlen, "pool %s: no dispatcher slot", sp->pool.name);
+        return -ENOSPC;
+    }
+    if (!s->dstarted) {
+        atomic_store(&s->dstop, false);
+        r = spawn(&s->dthread, s->cfg.dedicated_cpu, s->cfg.prio.high, dedicated_main, s);
+        if (r < 0) {
+            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name,
+                     s->cfg.dedicated_cpu, strerror(-r));
+            return r;
+        }
+        s->dstarted = true;
+    }
+    sp->dthread = s->dthread;
+    sp->dstarted = true;
+    atomic_store(&sp->next_due, 0);
+    atomic_store(&s->dpools[i], sp);
+    return 0;
+}
+
+/*
+ * Take sp from the dedicated dispatcher: once a whole loop has ended after
+ * its slot was cleared, no step of it is running or can start. The last
+ * pool stops the dispatcher.
+ */
+static void
+dedicated_remove(struct sched_pool *sp)
+{
+    struct sched *s = sp->s;
+    const struct timespec tick = {0, 20000};
+    bool others = false;
+    uint64_t loops;
+
+    for (unsigned int i = 0; i < SCHED_MAX_POOLS; i++) {
+        if (atomic_load(&s->dpools[i]) == sp)
+            atomic_store(&s->dpools[i], NULL);
+        else if (atomic_load(&s->dpools[i]) != NULL)
+            others = true;
+    }
+    if (!sp->dstarted)
+        return;
+    sp->dstarted = false;
+    if (!others) {
+        atomic_store(&s->dstop, true);
+        pthread_join(s->dthread, NULL);
+        s->dstarted = false;
+        return;
+    }
+    loops = atomic_load(&s->dloops);
+    while (atomic_load(&s->dloops) == loops)
+        nanosleep(&tick, NULL);
+}
+
 int
 dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
 {
@@ -555,16 +639,8 @@ dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
     int r;
 
     atomic_store(&sp->stop, false);
-    if (sp->pattern == SCHED_DEDICATED) {
-        r = spawn(&sp->dthread, cfg->dedicated_cpu, cfg->prio.high, dedicated_main, sp);
-        if (r < 0) {
-            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name,
-                     cfg->dedicated_cpu, strerror(-r));
-            return r;
-        }
-        sp->dstarted = true;
-        return 0;
-    }
+    if (sp->pattern == SCHED_DEDICATED)
+        return dedicated_add(sp, err, errlen);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         struct sched_cpu *c = &sp->cpus[i];
 
@@ -584,10 +660,11 @@ dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
 void
 dispatch_stop(struct sched_pool *sp)
 {
+    if (sp->pattern == SCHED_DEDICATED) {
+        dedicated_remove(sp);
+        return;
+    }
     atomic_store(&sp->stop, true);
-    if (sp->dstarted)
-        pthread_join(sp->dthread, NULL);
-    sp->dstarted = false;
     dispatch_kick(sp, ~0ULL);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         if (sp->cpus[i].started)

@@ -94,10 +94,11 @@ struct sched_pool {
     enum sched_pattern pattern;
     unsigned int nr_cpus;
     struct sched_cpu cpus[POLICY_MAX_CPUS];
-    pthread_t dthread; /* SCHED_DEDICATED */
+    /* SCHED_DEDICATED: the dispatcher serving it (shared by every pool). */
+    pthread_t dthread;
     bool dstarted;
-    atomic_bool stop;
-    uint64_t kicked; /* CPUs kicked and not yet picked */
+    atomic_bool stop; /* SCHED_SHARED: its dispatchers exit */
+    uint64_t kicked;  /* CPUs kicked and not yet picked */
     /* Dedicated pattern: the poller locks only when poked or due, and
      * steps aside while the control path waits for the lock. */
     atomic_bool poke;
@@ -121,6 +122,17 @@ struct sched {
     atomic_bool resync; /* events were lost: re-read thread states */
     uint64_t resyncs;
     uint64_t start_ns;
+    /*
+     * SCHED_DEDICATED: one busy-polling dispatcher serves every pool (two
+     * FIFO pollers on one CPU: the second would never run). It walks
+     * dpools; a pool leaves once `dloops` shows a whole loop after its
+     * slot was cleared (control thread: the rest).
+     */
+    struct sched_pool *_Atomic dpools[SCHED_MAX_POOLS];
+    _Atomic uint64_t dloops;
+    atomic_bool dstop;
+    pthread_t dthread;
+    bool dstarted;
 };
 
 /* dispatch.c */

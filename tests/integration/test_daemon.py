@@ -85,6 +85,59 @@ class DaemonTest(unittest.TestCase):
         self.assert_share(split[b.tid], 0.25, "B")
         self.assert_share(split[c.tid], 0.25, "C")
 
+    def test_dedicated_rr_two_hogs_share_equally(self):
+        # The dedicated dispatcher busy-polls CPU 0, which on a 2-CPU host
+        # is also the housekeeping CPU (architecture.md, placement): this
+        # test and the daemon's control thread run there on what the
+        # kernel's fair server leaves them.
+        d = self.daemon("--pattern", "dedicated", "--pool-param", "slice_us=1000", policy="rr")
+        hogs = self.busy(2)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        time.sleep(0.3)
+        for h in hogs:
+            self.assertTrue(vstest.is_fifo(h.tid))
+            self.assertEqual(os.sched_getaffinity(h.tid), {MANAGED_CPU})
+        split, wall = vstest.shares([h.tid for h in hogs], 3.0)
+        for h in hogs:
+            self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid}")
+        # The dispatcher is not on the managed CPU: the hogs have all of it.
+        self.assertGreater(sum(wall.values()), 0.9)
+        self.assertEqual(d.json("pool", "list")["pools"][0]["pattern"], "dedicated")
+        # Pools come and go under the one dispatcher, which goes on serving.
+        for i in range(2):
+            d.ctl("detach", f"hog{i}")
+        d.ctl("pool", "destroy", "main")
+        d.ctl("pool", "create", "again", f"cpus={MANAGED_CPU}", "policy=rr", "slice_us=1000")
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"hog{i}", "--pid", str(h.pid), "--pool", "again")
+        split, _ = vstest.shares([h.tid for h in hogs], 2.0)
+        for h in hogs:
+            self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid} in pool again")
+
+    @unittest.skipIf(os.cpu_count() < 4, "two dedicated pools need 4 CPUs (dispatcher, 2 pools, "
+                     "housekeeping)")
+    def test_dedicated_two_pools_share_one_dispatcher(self):
+        # Each pool used to start its own FIFO busy-poller on the dedicated
+        # CPU: the second never ran and destroying its pool hung.
+        d = self.daemon("--pattern", "dedicated", "--dispatcher-cpu", "0", "--pool-param",
+                        "slice_us=1000", cpus="2", policy="rr")
+        d.ctl("pool", "create", "second", "cpus=3", "policy=rr", "slice_us=1000")
+        hogs = self.busy(4)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"hog{i}", "--pid", str(h.pid), "--pool", "main" if i < 2 else "second")
+        split, _ = vstest.shares([h.tid for h in hogs], 3.0)
+        for h in hogs:
+            self.assert_share(split[h.tid], 1 / 4, f"hog {h.pid}")
+        for i in (2, 3):
+            d.ctl("detach", f"hog{i}")
+        t0 = time.monotonic()
+        d.ctl("pool", "destroy", "second")
+        self.assertLess(time.monotonic() - t0, 5.0)
+        split, _ = vstest.shares([h.tid for h in hogs[:2]], 2.0)
+        for h in hogs[:2]:
+            self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid} after the other pool left")
+
     def test_waking_thread_is_elevated_by_events(self):
         d = self.daemon("--pool-param", "slice_us=1000", policy="rr")
         hog, = self.busy(1)
