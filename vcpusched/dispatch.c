@@ -274,6 +274,9 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
     if (want == cur)
         return false;
     if (want != NULL) {
+        /* Still MID on another CPU after a policy switch: that CPU loses it. */
+        if (want->mid_on >= 0 && want->mid_on != (int)c->index)
+            sp->cpus[want->mid_on].mid = NULL;
         act_book(sp, want, act_set_cpu(want->act, c->host), "set affinity");
         act_book(sp, want,
                  act_set_level(want->act, prio, ACT_LEVEL_MID, sp->s->cfg.move_rt_cgroup, err,
@@ -287,6 +290,9 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
             want->wake_ts = 0;
         }
     }
+    /* Lower cur only if it is still ours (else raised elsewhere since). */
+    if (cur != NULL && cur->mid_on != (int)c->index)
+        cur = NULL;
     if (cur != NULL)
         cur->mid_on = -1;
     if (cur != NULL && !cur->gone) {
