@@ -33,8 +33,8 @@ check_guest_args() {
     ping | netload | pong | netsink)
         [ -n "$ip" ] || die "role $role needs --ip"
         [ -n "$lport" ] || die "role $role needs --local-port and --remote-port" ;;
-    hog | idle) ;;
-    *) die "--role must be ping, pong, hog, netload, netsink or idle, got '$role'" ;;
+    hog | burst | idle) ;;
+    *) die "--role must be ping, pong, hog, burst, netload, netsink or idle, got '$role'" ;;
     esac
     if [ -n "$ip" ]; then
         need_ipv4 --ip "${ip%/*}"
