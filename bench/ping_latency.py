@@ -5,8 +5,10 @@ stock kernel scheduler, vcpusched's Credit and Credit2 side by side.
 
 The Xen experiment (seeds-digest 001) on QEMU guests: a ping VM and a pong
 VM exchange pings while background VMs load the same host CPU, either
-CPU-bound (`yes > /dev/null`) or network-bound (iperf3 between a netload and
-a netsink VM). Every guest has one vCPU; all vCPU threads share the managed
+CPU-bound (`yes > /dev/null`), network-bound (iperf3 between a netload and
+a netsink VM) or bursty (`burst` VMs that sleep, wake and compute for a
+while: the wake-then-run shape of the Xen experiment's network-bound VMs,
+which Credit boosts and which then hold the CPU). Every guest has one vCPU; all vCPU threads share the managed
 CPU, all emulator threads stay on the housekeeping CPU. For each repetition
 and each background the schedulers run one after the other in a rotating
 order, so they are compared under the same conditions, minutes apart at most.
@@ -44,7 +46,7 @@ DEFAULT_SCHEDULERS = ("kernel", "credit", "credit2", "credit:tslice_ms=5")
 # Held while any VM of the benchmark runs, so that tests and other benchmarks
 # on this host (tests/integration/run-exclusive) never overlap with it.
 LOCK = "/run/lock/vcpusched-test.lock"
-BACKGROUNDS = ("none", "cpu", "net")
+BACKGROUNDS = ("none", "cpu", "net", "burst")
 # Per-vCPU policy counters summed per VM in the "what the scheduler saw" table.
 POLICY_COUNTERS = ("boosts", "parks", "resets", "steals")
 
@@ -80,6 +82,16 @@ def sched_spec(spec):
     if name == "kernel" and (pool or dom):
         raise argparse.ArgumentTypeError("the kernel scheduler takes no parameters")
     return name, [kv for kv in pool.split(",") if kv], [kv for kv in dom.split(",") if kv]
+
+
+def burst_spec(spec):
+    try:
+        run_ms, sleep_ms = (int(x) for x in spec.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--burst wants RUN_MS:SLEEP_MS, got {spec!r}")
+    if run_ms < 1 or sleep_ms < 1:
+        raise argparse.ArgumentTypeError("--burst: both times must be at least 1 ms")
+    return run_ms, sleep_ms
 
 
 def vs_lines(path):
@@ -232,6 +244,11 @@ class Bench:
         bg = []
         if kind == "cpu":
             bg = [self.start(f"hog{i}", "hog") for i in range(self.a.hogs)]
+        elif kind == "burst":
+            run_ms, sleep_ms = self.a.burst
+            bg = [self.start(f"burst{i}", "burst",
+                             extra=f"vs.run_ms={run_ms} vs.sleep_ms={sleep_ms}")
+                  for i in range(self.a.hogs)]
         elif kind == "net":
             nl, nr = self.ports()
             bg = [self.start("netsink", "netsink", ip="10.0.1.2/24", lport=nr, rport=nl),
@@ -383,7 +400,9 @@ def main():
     p.add_argument("--count", type=int, default=200, help="pings per run")
     p.add_argument("--interval", type=float, default=0.05, help="seconds between pings")
     p.add_argument("--warmup", type=int, default=10, help="pings dropped per run")
-    p.add_argument("--hogs", type=int, default=2, help="CPU-bound background VMs")
+    p.add_argument("--hogs", type=int, default=2, help="VMs in the cpu and burst backgrounds")
+    p.add_argument("--burst", default="20:20", type=burst_spec,
+                   help="burst VMs: RUN_MS:SLEEP_MS, CPU after each wake and idle time")
     p.add_argument("--net-rate", type=int, default=20,
                    help="netload's iperf3 rate, Mbit/s (0: unlimited, CPU-bound under TCG)")
     p.add_argument("--settle", type=float, default=2.0, help="seconds before pinging")
