@@ -5,6 +5,7 @@
  * thread; target discovery (QMP, libvirt) happens here, before anything
  * is locked, so a slow QEMU never stalls a dispatcher.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "discover.h"
 #include "handlers.h"
+#include "log.h"
 #include "topology.h"
 
 #define MAX_TIDS 1024
@@ -70,13 +72,95 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_objec
     return r;
 }
 
+/*
+ * Pin the daemon's own threads but its dispatchers (the real-time ones,
+ * pinned to their CPUs) to the housekeeping CPUs, as at start-up. The
+ * guardian follows at the next housekeeping tick (main.c).
+ */
+static void
+housekeeping_pin(const struct daemon_ctx *d)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+
+    if (dir == NULL) {
+        log_warn("pin the daemon to housekeeping cpus: /proc/self/task");
+        return;
+    }
+    while ((e = readdir(dir)) != NULL) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        int policy = tid > 0 ? sched_getscheduler(tid) : -1;
+
+        if (policy < 0 || (policy & ~SCHED_RESET_ON_FORK) == SCHED_FIFO)
+            continue; /* '.', '..', a thread gone, a dispatcher */
+        if (sched_setaffinity(tid, sizeof(d->housekeeping), &d->housekeeping) < 0 && errno != ESRCH)
+            log_warn("pin daemon thread %d to housekeeping cpus", (int)tid);
+    }
+    closedir(dir);
+}
+
+/*
+ * Keep the housekeeping set current as pools come and go: every online
+ * CPU no pool manages (online = housekeeping + managed, from start-up on).
+ * `was` holds the CPUs managed before the change.
+ */
+static void
+housekeeping_update(struct daemon_ctx *d, const cpu_set_t *was)
+{
+    int cpus[POLICY_MAX_CPUS];
+    unsigned int n = 0;
+    char list[256];
+
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (sched_cpu_is_managed(d->sched, c))
+            CPU_CLR(c, &d->housekeeping);
+        else if (CPU_ISSET(c, was))
+            CPU_SET(c, &d->housekeeping);
+        if (CPU_ISSET(c, &d->housekeeping) && n < POLICY_MAX_CPUS)
+            cpus[n++] = c;
+    }
+    housekeeping_pin(d);
+    log_info("housekeeping cpus: %s", topology_format_cpulist(cpus, n, list, sizeof(list)));
+}
+
+static void
+managed_cpus(struct daemon_ctx *d, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (sched_cpu_is_managed(d->sched, c))
+            CPU_SET(c, set);
+}
+
+static int
+pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size_t errlen)
+{
+    struct policy_cpu cpus[POLICY_MAX_CPUS];
+    int hosts[POLICY_MAX_CPUS];
+    cpu_set_t was;
+    unsigned int n;
+    int r;
+
+    r = topology_parse_cpulist(req->cpus, hosts, POLICY_MAX_CPUS, &n, err, errlen);
+    if (r == 0)
+        r = topology_describe(hosts, n, cpus, err, errlen);
+    if (r == 0)
+        r = daemon_check_pool_cpus(d, hosts, n, err, errlen);
+    if (r < 0)
+        return r;
+    managed_cpus(d, &was);
+    r = sched_pool_create(d->sched, req->name, cpus, n, req->policy[0] ? req->policy : "credit",
+                          req->params, req->nr_params, err, errlen);
+    if (r == 0)
+        housekeeping_update(d, &was);
+    return r;
+}
+
 static int
 do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res, char *err,
         size_t errlen)
 {
-    struct policy_cpu cpus[POLICY_MAX_CPUS];
-    int hosts[POLICY_MAX_CPUS];
-    unsigned int n;
+    cpu_set_t was;
     int r;
 
     switch (req->pool_op) {
@@ -84,21 +168,16 @@ do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object 
         *res = sched_json_pools(d->sched);
         return 0;
     case CTL_POOL_CREATE:
-        r = topology_parse_cpulist(req->cpus, hosts, POLICY_MAX_CPUS, &n, err, errlen);
-        if (r == 0)
-            r = topology_describe(hosts, n, cpus, err, errlen);
-        if (r == 0)
-            r = daemon_check_pool_cpus(d, hosts, n, err, errlen);
-        if (r == 0)
-            r = sched_pool_create(d->sched, req->name, cpus, n,
-                                  req->policy[0] ? req->policy : "credit", req->params,
-                                  req->nr_params, err, errlen);
-        return r;
+        return pool_create(d, req, err, errlen);
     case CTL_POOL_SET:
         return sched_pool_set(d->sched, req->name, req->policy[0] ? req->policy : NULL, req->params,
                               req->nr_params, err, errlen);
     case CTL_POOL_DESTROY:
-        return sched_pool_destroy(d->sched, req->name, err, errlen);
+        managed_cpus(d, &was);
+        r = sched_pool_destroy(d->sched, req->name, err, errlen);
+        if (r == 0)
+            housekeeping_update(d, &was);
+        return r;
     }
     snprintf(err, errlen, "unknown pool operation");
     return -EINVAL;
@@ -141,7 +220,10 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
     return -EINVAL;
 }
 
-/* A pool may not take the last housekeeping CPU (the host would starve). */
+/*
+ * A pool may not take the last housekeeping CPU (the host would starve).
+ * d->housekeeping is current: pool create and destroy update it.
+ */
 int
 daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
                        size_t errlen)

@@ -42,6 +42,7 @@ struct daemon {
     struct control *ctl;
     struct libvirt_watch *libvirt;
     cpu_set_t online;
+    cpu_set_t guard_cpus; /* where the guardian is pinned */
     int sig_fd;
     int tick_fd;
     int ep;
@@ -213,10 +214,33 @@ loop_setup(struct daemon *d)
 }
 
 static void
+guardian_run(struct daemon *d)
+{
+    char err[256];
+
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0) {
+        log_warnx("%s", err);
+        return;
+    }
+    d->guard_cpus = d->ctx.housekeeping;
+}
+
+/* The guardian follows the housekeeping set as pools come and go. */
+static void
+guardian_repin(struct daemon *d)
+{
+    if (CPU_EQUAL(&d->guard_cpus, &d->ctx.housekeeping) || d->guard.pid <= 0)
+        return;
+    if (sched_setaffinity(d->guard.pid, sizeof(d->ctx.housekeeping), &d->ctx.housekeeping) < 0)
+        log_warn("pin the guardian to housekeeping cpus");
+    else
+        d->guard_cpus = d->ctx.housekeeping;
+}
+
+static void
 housekeeping(struct daemon *d)
 {
     uint64_t ticks;
-    char err[256];
     int n;
 
     (void)!read(d->tick_fd, &ticks, sizeof(ticks));
@@ -229,9 +253,9 @@ housekeeping(struct daemon *d)
     if (!guardian_alive(&d->guard)) {
         log_warnx("guardian exited: starting a new one");
         guardian_stop(&d->guard);
-        if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
-            log_warnx("%s", err);
+        guardian_run(d);
     }
+    guardian_repin(d);
 }
 
 /* Returns false when the daemon must stop. */
@@ -343,6 +367,7 @@ daemon_start(struct daemon *d)
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
     if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
         fatalx("%s", err);
+    d->guard_cpus = d->ctx.housekeeping;
     signals_block();
     /* A fault on the hot path would be a latency spike for every vCPU. */
     if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)

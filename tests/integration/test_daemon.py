@@ -299,6 +299,36 @@ class DaemonTest(unittest.TestCase):
         for h in hogs:
             self.assert_share(split[h.tid], 1 / 4, f"hog {h.pid}")
 
+    def test_housekeeping_follows_pools(self):
+        # The housekeeping set used to be computed once at start: a pool
+        # destroyed gave its CPUs back to nobody, a pool created took none.
+        d = self.daemon(policy="rr")
+        guard = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
+                               capture_output=True, text=True).stdout.split()
+        self.assertEqual(len(guard), 1)
+
+        def pinned_to(cpus):  # the daemon's threads but its dispatchers, and its guardian
+            tids = [int(t) for t in os.listdir(f"/proc/{d.proc.pid}/task")]
+            tids = [t for t in tids if not vstest.is_fifo(t)] + [int(guard[0])]
+            return all(os.sched_getaffinity(t) == cpus for t in tids)
+
+        self.assertTrue(pinned_to({0}))
+        busy = d.ctl("pool", "create", "p0", "cpus=0", "policy=rr", check=False)
+        self.assertEqual(busy.returncode, 1, "CPU 0 is the last housekeeping CPU")
+        self.assertIn("housekeeping", busy.stderr)
+        d.ctl("pool", "destroy", "main")  # CPU 1 is the host's again
+        d.ctl("pool", "create", "p0", "cpus=0", "policy=rr")
+        self.assertIsNotNone(vstest.wait_until(lambda: pinned_to({1}), 2.0),
+                             "daemon and guardian still on CPU 0")
+        last = d.ctl("pool", "create", "p1", "cpus=1", "policy=rr", check=False)
+        self.assertEqual(last.returncode, 1, "CPU 1 is now the last housekeeping CPU")
+        d.ctl("pool", "destroy", "p0")
+        d.ctl("pool", "create", "main", f"cpus={MANAGED_CPU}", "policy=rr")
+        self.assertIsNotNone(vstest.wait_until(lambda: pinned_to({0}), 2.0))
+        hog, = self.busy(1)
+        d.ctl("attach", "h", "--pid", str(hog.pid))
+        self.assertTrue(vstest.is_fifo(hog.tid))
+
     def test_pool_switch_keeps_threads(self):
         d = self.daemon(policy="rr")
         hogs = self.busy(2)
