@@ -65,7 +65,7 @@ class Busy:
     """A process running a busy loop (a CPU hog), started SCHED_OTHER on the
     housekeeping CPU like any host process."""
 
-    def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None):
+    def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None, wake_us=0, sleep_us=0):
         if kind == "busy":
             code = "while True: pass"
         elif kind == "duty":  # runs run_ms, then sleeps period_ms - run_ms
@@ -73,6 +73,25 @@ class Busy:
                     f"    t = time.monotonic() + {run_ms / 1000.0}\n"
                     "    while time.monotonic() < t: pass\n"
                     f"    time.sleep({(period_ms - run_ms) / 1000.0})\n")
+        elif kind == "aligned":
+            # Lined up with multiples of period_ms of CLOCK_MONOTONIC (the
+            # daemon's clock; time.monotonic_ns here), where Credit arms its
+            # ticks: runs from each boundary + wake_us (may be < 0) to the
+            # next boundary - sleep_us, at absolute times, so it sleeps
+            # across every boundary. Creates `out` (if given) once looping.
+            code = ("import time\n"
+                    "mono = time.monotonic_ns\n"
+                    f"P, W, S = {int(period_ms * 1e6)}, {int(wake_us * 1e3)}, {int(sleep_us * 1e3)}\n"
+                    f"open({out!r}, 'w').close() if {out!r} else None\n"
+                    "b = mono() // P * P\n"
+                    "while True:\n"
+                    "    d = b + W - mono()\n"
+                    "    if d > 0: time.sleep(d / 1e9)\n"
+                    "    e = b + P - S\n"
+                    "    while mono() < e: pass\n"
+                    "    b += P\n"
+                    "    n = mono()\n"
+                    "    if n > b + W: b = n // P * P + P  # late: skip to the next\n")
         elif kind == "latency":  # wakes at absolute times; logs how late it ran (us)
             code = ("import os, time\n"
                     f"f = open({out!r}, 'w', buffering=1)\n"
