@@ -15,6 +15,9 @@
 
 #define CG_V1_CPU     "/sys/fs/cgroup/cpu"
 #define CG_V1_FREEZER "/sys/fs/cgroup/freezer"
+/* cgroup v2: the whole tree on a v2-only host, or beside v1 (hybrid). */
+#define CG_V2        "/sys/fs/cgroup"
+#define CG_V2_HYBRID "/sys/fs/cgroup/unified"
 /* Our per-thread freezer groups live here, outside libvirt's hierarchy. */
 #define CG_PARK_DIR CG_V1_FREEZER "/vcpusched"
 
@@ -88,7 +91,7 @@ act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time)
     return act_read_stat(pid, tid, NULL, &st) == 0 && st == start_time;
 }
 
-/* The v1 cgroup path of `tid` for `controller`, or -ENOENT. */
+/* The v1 cgroup path of `tid` for `controller` (v2 for ""), or -ENOENT. */
 static int
 cgroup_of(pid_t pid, pid_t tid, const char *controller, char *out, size_t len)
 {
@@ -105,6 +108,10 @@ cgroup_of(pid_t pid, pid_t tid, const char *controller, char *out, size_t len)
         if (ctrls == NULL || (cpath = strchr(++ctrls, ':')) == NULL)
             continue;
         *cpath++ = '\0';
+        if (controller[0] == '\0' && ctrls[0] == '\0') { /* "0::/path" */
+            snprintf(out, len, "%s", cpath);
+            return 0;
+        }
         for (c = strtok_r(ctrls, ",", &csave); c != NULL; c = strtok_r(NULL, ",", &csave)) {
             if (strcmp(c, controller) == 0) {
                 snprintf(out, len, "%s", cpath);
@@ -178,22 +185,53 @@ act_set_cpu(struct act_thread *t, int cpu)
     return 1;
 }
 
-/* Explain an EPERM from sched_setscheduler (CONFIG_RT_GROUP_SCHED). */
+/* True if the cgroup v2 group `cg` has the cpu controller. */
+static bool
+v2_has_cpu(const char *cg)
+{
+    char path[ACT_CGROUP_PATH_MAX + 64], buf[256], *w, *save = NULL;
+    const char *root = access(CG_V2 "/cgroup.controllers", F_OK) == 0 ? CG_V2 : CG_V2_HYBRID;
+
+    snprintf(path, sizeof(path), "%s%s/cgroup.controllers", root, strcmp(cg, "/") ? cg : "");
+    if (read_file(path, buf, sizeof(buf)) < 0)
+        return false;
+    for (w = strtok_r(buf, " \n", &save); w != NULL; w = strtok_r(NULL, " \n", &save))
+        if (strcmp(w, "cpu") == 0)
+            return true;
+    return false;
+}
+
+/*
+ * Explain an EPERM from sched_setscheduler. With CONFIG_RT_GROUP_SCHED a
+ * cpu cgroup without real-time runtime refuses SCHED_FIFO: on cgroup v1
+ * that is cpu.rt_runtime_us (0 in every new group); cgroup v2 has no such
+ * knob, so a v2 group with the cpu controller has none and cannot get any.
+ */
 static void
-explain_rt_eperm(struct act_thread *t, char *err, size_t errlen)
+explain_rt_eperm(struct act_thread *t, bool move_rt_cgroup, char *err, size_t errlen)
 {
     char cg[ACT_CGROUP_PATH_MAX], path[ACT_CGROUP_PATH_MAX + 64], val[32] = "?";
 
-    if (cgroup_of(t->pid, t->tid, "cpu", cg, sizeof(cg)) == 0) {
+    if (cgroup_of(t->pid, t->tid, "cpu", cg, sizeof(cg)) == 0 && strcmp(cg, "/") != 0) {
         snprintf(path, sizeof(path), CG_V1_CPU "%s/cpu.rt_runtime_us", cg);
         if (read_file(path, val, sizeof(val)) > 0)
             val[strcspn(val, "\n")] = '\0';
         snprintf(err, errlen,
                  "thread %d: SCHED_FIFO refused (EPERM): cpu cgroup %s has cpu.rt_runtime_us=%s "
-                 "(CONFIG_RT_GROUP_SCHED); run the daemon with --rt-cgroup=move or grant runtime",
-                 (int)t->tid, cg, val);
+                 "(CONFIG_RT_GROUP_SCHED); %s",
+                 (int)t->tid, cg, val,
+                 move_rt_cgroup ? "moving it to the root cpu cgroup failed too"
+                                : "run the daemon with --rt-cgroup move or grant runtime");
+    } else if (cgroup_of(t->pid, t->tid, "", cg, sizeof(cg)) == 0 && v2_has_cpu(cg)) {
+        snprintf(err, errlen,
+                 "thread %d: SCHED_FIFO refused (EPERM): its cgroup v2 group %s has the cpu "
+                 "controller, which with real-time group scheduling (CONFIG_RT_GROUP_SCHED) "
+                 "gives no real-time runtime, and cgroup v2 cannot grant any: boot with "
+                 "rt_group_sched=0 (Linux 6.16+) or a kernel without CONFIG_RT_GROUP_SCHED",
+                 (int)t->tid, cg);
     } else {
-        snprintf(err, errlen, "thread %d: SCHED_FIFO refused (EPERM)", (int)t->tid);
+        snprintf(err, errlen, "thread %d: SCHED_FIFO refused (EPERM), not by a cpu cgroup",
+                 (int)t->tid);
     }
 }
 
@@ -219,24 +257,24 @@ act_set_level(struct act_thread *t, const struct act_prio *prio, enum act_level 
               bool move_rt_cgroup, char *err, size_t errlen)
 {
     struct sched_param sp = {.sched_priority = level == ACT_LEVEL_MID ? prio->mid : prio->low};
+    int e;
 
     if (t->level == level)
         return 0;
-    if (sched_setscheduler(t->tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) {
+    e = sched_setscheduler(t->tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0 ? 0 : errno;
+    if (e == EPERM && move_rt_cgroup && t->orig.cpu_cgroup[0] == '\0' &&
+        move_to_root_cpu_cgroup(t) == 0)
+        e = sched_setscheduler(t->tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0 ? 0 : errno;
+    if (e == 0) {
         t->level = level;
         return 1;
     }
-    if (errno == EPERM && move_rt_cgroup && t->orig.cpu_cgroup[0] == '\0' &&
-        move_to_root_cpu_cgroup(t) == 0 &&
-        sched_setscheduler(t->tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) {
-        t->level = level;
-        return 1;
-    }
-    if (errno == EPERM)
-        explain_rt_eperm(t, err, errlen);
+    /* errno is read once: explaining reads files and would clobber it. */
+    if (e == EPERM)
+        explain_rt_eperm(t, move_rt_cgroup, err, errlen);
     else
-        snprintf(err, errlen, "thread %d: sched_setscheduler: %s", (int)t->tid, strerror(errno));
-    return -errno;
+        snprintf(err, errlen, "thread %d: sched_setscheduler: %s", (int)t->tid, strerror(e));
+    return -e;
 }
 
 static void

@@ -126,13 +126,16 @@ static int
 set_enum(const char *key, const char *val, const char *const *names, int n, int *out, char *err,
          size_t errlen)
 {
+    char list[128] = "";
+
     for (int i = 0; i < n; i++) {
         if (strcmp(val, names[i]) == 0) {
             *out = i;
             return 0;
         }
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "|" : "", names[i]);
     }
-    snprintf(err, errlen, "%s: '%s' is not one of the accepted values", key, val);
+    snprintf(err, errlen, "%s: '%s' is not one of %s", key, val, list);
     return -EINVAL;
 }
 

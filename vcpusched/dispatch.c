@@ -574,6 +574,16 @@ spawn(pthread_t *t, int cpu, int prio, void *(*fn)(void *), void *arg)
     return -r;
 }
 
+/* Why a dispatcher did not start; EPERM is most often an RT cgroup. */
+static void
+spawn_error(const struct sched_pool *sp, int cpu, int r, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s%s", sp->pool.name, cpu, strerror(-r),
+             r == -EPERM ? " (SCHED_FIFO refused: is the daemon in a cpu cgroup without "
+                           "real-time runtime? see CONFIG_RT_GROUP_SCHED in the start-up log)"
+                         : "");
+}
+
 /* Hand sp to the dedicated dispatcher, starting it for the first pool. */
 static int
 dedicated_add(struct sched_pool *sp, char *err, size_t errlen)
@@ -592,8 +602,7 @@ dedicated_add(struct sched_pool *sp, char *err, size_t errlen)
         atomic_store(&s->dstop, false);
         r = spawn(&s->dthread, s->cfg.dedicated_cpu, s->cfg.prio.high, dedicated_main, s);
         if (r < 0) {
-            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name,
-                     s->cfg.dedicated_cpu, strerror(-r));
+            spawn_error(sp, s->cfg.dedicated_cpu, r, err, errlen);
             return r;
         }
         s->dstarted = true;
@@ -652,8 +661,7 @@ dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
 
         r = spawn(&c->thread, c->host, cfg->prio.high, shared_main, c);
         if (r < 0) {
-            snprintf(err, errlen, "pool %s: dispatcher on cpu %d: %s", sp->pool.name, c->host,
-                     strerror(-r));
+            spawn_error(sp, c->host, r, err, errlen);
             dispatch_stop(sp);
             return r;
         }

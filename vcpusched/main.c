@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <mntent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <libxml/parser.h>
@@ -103,6 +105,134 @@ rt_runtime_setup(struct daemon *d)
         log_info("sched_rt_runtime_us is %lld: real-time threads idle %lld ms of every second "
                  "(see --rt-runtime-us)",
                  (long long)rt, (long long)((1000000 - rt) / 1000));
+}
+
+/* First line of a small file, without its newline; false if unreadable. */
+static bool
+read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    bool ok;
+
+    if (f == NULL)
+        return false;
+    ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+/* True if the blank-separated list holds the word w. */
+static bool
+has_word(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+
+    for (const char *p = list; (p = strstr(p, w)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+            return true;
+    return false;
+}
+
+/* Where the v1 cpu controller and cgroup v2 are mounted ("" if nowhere). */
+static void
+cgroup_mounts(char *v1cpu, char *v2, size_t len)
+{
+    FILE *f = setmntent("/proc/self/mounts", "re");
+    struct mntent *m;
+
+    v1cpu[0] = v2[0] = '\0';
+    if (f == NULL)
+        return;
+    while ((m = getmntent(f)) != NULL) {
+        if (strcmp(m->mnt_type, "cgroup") == 0 && hasmntopt(m, "cpu") != NULL && !v1cpu[0])
+            snprintf(v1cpu, len, "%s", m->mnt_dir);
+        else if (strcmp(m->mnt_type, "cgroup2") == 0 && !v2[0])
+            snprintf(v2, len, "%s", m->mnt_dir);
+    }
+    endmntent(f);
+}
+
+/*
+ * CONFIG_RT_GROUP_SCHED as cgroup v2 sees it (no rt file there): from the
+ * kernel's config and the rt_group_sched= boot option (Linux 6.16+).
+ * 1 on, 0 off, -1 unknown (no /boot/config-<release>).
+ */
+static int
+rt_group_config(void)
+{
+    char path[320], line[128], cmd[4096] = "";
+    bool off_by_default = false;
+    struct utsname u;
+    int on = -1;
+    FILE *f;
+
+    if (uname(&u) < 0)
+        return -1;
+    snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    on = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        on = on || strcmp(line, "CONFIG_RT_GROUP_SCHED=y\n") == 0;
+        off_by_default =
+            off_by_default || strcmp(line, "CONFIG_RT_GROUP_SCHED_DEFAULT_DISABLED=y\n") == 0;
+    }
+    fclose(f);
+    (void)read_line("/proc/cmdline", cmd, sizeof(cmd));
+    if (strstr(cmd, "rt_group_sched=0") != NULL ||
+        (off_by_default && strstr(cmd, "rt_group_sched=1") == NULL))
+        on = 0;
+    return on;
+}
+
+/*
+ * Real-time group scheduling makes the kernel refuse SCHED_FIFO (EPERM) to
+ * a thread whose cpu cgroup has no real-time runtime: every new group's
+ * lot, libvirt's included. Say so at start, not at the first attach.
+ * cgroup v1 shows it as cpu.rt_runtime_us (and --rt-cgroup move works
+ * around it); cgroup v2 has no such file and no way to grant runtime.
+ */
+static void
+rt_group_report(const struct daemon *d)
+{
+    char v1[256], v2[256], path[320], ctrls[256];
+
+    cgroup_mounts(v1, v2, sizeof(v1));
+    snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", v1);
+    if (v1[0] != '\0' && access(path, F_OK) == 0) {
+        if (d->cfg.move_rt_cgroup)
+            log_info("real-time group scheduling (CONFIG_RT_GROUP_SCHED) on cgroup v1 %s: "
+                     "a thread whose cpu cgroup has no cpu.rt_runtime_us is moved to the root "
+                     "cpu cgroup while managed (--rt-cgroup move)",
+                     v1);
+        else
+            log_warnx("real-time group scheduling (CONFIG_RT_GROUP_SCHED) on cgroup v1 %s: "
+                      "attaching a thread whose cpu cgroup has no cpu.rt_runtime_us fails "
+                      "(--rt-cgroup fail)",
+                      v1);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
+    if (v2[0] == '\0' || !read_line(path, ctrls, sizeof(ctrls)) || !has_word(ctrls, "cpu"))
+        return; /* no cpu controller on cgroup v2: nothing refuses */
+    switch (rt_group_config()) {
+    case 1:
+        log_warnx("real-time group scheduling (CONFIG_RT_GROUP_SCHED) with the cpu controller "
+                  "on cgroup v2 %s: SCHED_FIFO is refused in every v2 group with the cpu "
+                  "controller (libvirt's) and v2 cannot grant real-time runtime; boot with "
+                  "rt_group_sched=0 (Linux 6.16+) or a kernel without CONFIG_RT_GROUP_SCHED",
+                  v2);
+        break;
+    case -1:
+        log_info("cannot tell whether CONFIG_RT_GROUP_SCHED is on (no /boot/config-<release>): "
+                 "if so, attaching threads of cgroup v2 groups with the cpu controller fails");
+        break;
+    default:
+        break;
+    }
 }
 
 /* Managed CPUs of every configured pool (default: all online but CPU 0). */
@@ -363,6 +493,7 @@ daemon_start(struct daemon *d)
         fatal("sched_getaffinity");
     state_open(d);
     rt_runtime_setup(d);
+    rt_group_report(d);
     housekeeping_setup(d);
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
     if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
