@@ -152,6 +152,78 @@ class PolicyTest(unittest.TestCase):
               f"max {max(lat)} (n={len(lat)})")
         self.assertGreater(len(lat), 100)
 
+    # --- bad parameters change nothing ------------------------------------
+
+    def param_state(self, d):
+        """What a refused request must not change: each domain's policy,
+        vCPU count and parameters, and each pool's policy, CPUs and
+        parameters, as `list --json` and `pool list --json` show them."""
+        doms = [(x["name"], x["pool"], x["policy"], len(x["vcpus"]), x["params"])
+                for x in d.json("list")["domains"]]
+        pools = [(x["name"], x["policy"], x["cpus"], x["params"])
+                 for x in d.json("pool", "list")["pools"]]
+        return doms, pools
+
+    def check_refused(self, d, cases):
+        before = self.param_state(d)
+        for args, words in cases:
+            r = d.ctl(*args, check=False)
+            what = " ".join(args)
+            self.assertNotEqual(r.returncode, 0, f"{what} was accepted")
+            # The message names the parameter and the value, and why.
+            for w in words:
+                self.assertIn(w, r.stderr, f"{what}: {r.stderr!r}")
+            self.assertEqual(self.param_state(d), before, f"{what} changed the state")
+        return before
+
+    def test_credit_bad_parameters_refused(self):
+        d = self.daemon("credit", "tslice_ms=30", "ratelimit_us=1000")
+        a = self.spawn("sleeper")
+        self.attach(d, "a", a, "weight=300", "cap=50")
+        doms, pools = self.check_refused(d, [
+            (("set", "a", "weight=0"), ["weight", "0", "out of range"]),
+            (("set", "a", "cap=-5"), ["cap", "-5", "out of range"]),
+            (("set", "a", "cap=101"), ["cap", "101", "100 x 1"]),
+            (("set", "a", "weight=512", "cap=-5"), ["cap", "-5"]),  # all or nothing
+            (("pool", "set", "main", "tslice_ms=5000"), ["tslice_ms", "5000", "out of range"]),
+            (("pool", "set", "main", "ratelimit_us=50"), ["ratelimit_us", "50", "0 (off) or 100"]),
+            (("pool", "set", "main", "tslice_ms=10", "ratelimit_us=20000"),
+             ["ratelimit_us", "longer than tslice"]),
+        ])
+        self.assertEqual(doms[0][4], {"weight": "300", "cap": "50"})
+        self.assertEqual(pools[0][3]["tslice_ms"], "30")
+        self.assertEqual(pools[0][3]["ratelimit_us"], "1000")
+        # Good values still go through (the refusals were not a dead pool).
+        d.ctl("set", "a", "weight=512")
+        d.ctl("pool", "set", "main", "ratelimit_us=500")
+        doms, pools = self.param_state(d)
+        self.assertEqual(doms[0][4]["weight"], "512")
+        self.assertEqual(pools[0][3]["ratelimit_us"], "500")
+
+    def test_credit2_bad_parameters_refused(self):
+        d = self.daemon("credit2", "ratelimit_us=1000")
+        ready = os.path.join(d.dir, "ready")
+        two = self.spawn("sleepers", threads=2, out=ready)
+        self.assertIsNotNone(vstest.wait_until(lambda: os.path.exists(ready), 10))
+        self.attach(d, "two", two, "weight=300", "cap=150")
+        doms, pools = self.check_refused(d, [
+            (("set", "two", "cap=201"), ["cap", "201", "100 x 2"]),
+            (("set", "two", "cap=70000"), ["cap", "70000"]),
+            (("set", "two", "weight=0"), ["weight", "0", "out of range"]),
+            (("set", "two", "weight=512", "cap=300"), ["cap", "300"]),  # all or nothing
+            (("pool", "set", "main", "ratelimit_us=50"), ["ratelimit_us", "50", "below 100"]),
+            (("pool", "set", "main", "ratelimit_us=600000"), ["ratelimit_us", "600000"]),
+            (("pool", "set", "main", "ratelimit_us=-1"), ["ratelimit_us", "-1"]),
+        ])
+        self.assertEqual(doms[0][3], 2)
+        self.assertEqual(doms[0][4], {"weight": "300", "cap": "150"})
+        self.assertEqual(pools[0][3]["ratelimit_us"], "1000")
+        d.ctl("set", "two", "cap=200")
+        d.ctl("pool", "set", "main", "ratelimit_us=0")
+        doms, pools = self.param_state(d)
+        self.assertEqual(doms[0][4]["cap"], "200")
+        self.assertEqual(pools[0][3]["ratelimit_us"], "0")
+
     def test_switch_credit_credit2_keeps_every_thread(self):
         d = self.daemon("credit")
         ps = [self.spawn() for _ in range(2)] + [self.spawn("sleeper")]

@@ -65,7 +65,8 @@ class Busy:
     """A process running a busy loop (a CPU hog), started SCHED_OTHER on the
     housekeeping CPU like any host process."""
 
-    def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None, wake_us=0, sleep_us=0):
+    def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None, wake_us=0, sleep_us=0,
+                 threads=1):
         if kind == "busy":
             code = "while True: pass"
         elif kind == "duty":  # runs run_ms, then sleeps period_ms - run_ms
@@ -104,6 +105,15 @@ class Busy:
                     f"    e = time.monotonic() + {run_ms / 1000.0}\n"
                     "    while time.monotonic() < e: pass\n"
                     "    t += p\n")
+        elif kind == "sleepers":  # `threads` threads of "sleeper"; creates `out` when all run
+            code = ("import threading, time\n"
+                    "def loop():\n"
+                    "    while True:\n"
+                    "        x = sum(range(2000))\n"
+                    f"        time.sleep({period_ms / 1000.0})\n"
+                    f"for _ in range({threads} - 1): threading.Thread(target=loop).start()\n"
+                    f"open({out!r}, 'w').close()\n"
+                    "loop()\n")
         else:  # sleeps `period_ms` between short bursts: an I/O-like waker
             code = ("import time\nwhile True:\n"
                     "    x = sum(range(2000))\n"
