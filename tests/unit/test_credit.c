@@ -399,6 +399,62 @@ START_TEST(test_credit_over_waker_waits)
 END_TEST
 
 /*
+ * Behaviour 7: a BOOST waker preempts a running OVER vCPU too, at once if
+ * it has run the 1 ms ratelimit, else exactly when it has. W runs 0-12 ms
+ * (a tick activates it) and sleeps; H runs alone from 12 ms, so the pass
+ * at 30 ms leaves W at +30 (UNDER) and H at -30: OVER, still running.
+ * W2 wakes at 40 ms and preempts H at once; when W2 sleeps at 45 ms, H
+ * (still OVER) runs again, and W, waking at 45.4 ms, preempts it at 46.
+ */
+START_TEST(test_credit_boost_preempts_over)
+{
+    struct sim s;
+    struct sim_vcpu *w, *w2, *h;
+
+    sim_start(&s, "credit", 1, NULL);
+    w2 = sim_vcpu(sim_add_ok(&s, "W2", 1, sim_manual(), NULL), 0);
+    sim_wake(&s, w2); /* its first wake (not boosted) is spent */
+    sim_sleep(&s, w2);
+    w = sim_vcpu(sim_add_ok(&s, "W", 1, sim_manual(), NULL), 0);
+    sim_wake(&s, w);
+    h = sim_vcpu(sim_add_ok(&s, "H", 1, sim_busy(), NULL), 0);
+    ck_assert_int_eq(w->running_on, 0);
+    sim_until(&s, MS(12));
+    sim_sleep(&s, w);
+    ck_assert_int_eq(h->running_on, 0);
+    sim_until(&s, MS(40));
+    ck_assert_str_eq(stat_pri(&s, w), "UNDER");
+    ck_assert_str_eq(stat_pri(&s, w2), "UNDER");
+    ck_assert_str_eq(stat_pri(&s, h), "OVER");
+    ck_assert_int_eq(h->running_on, 0);
+    /* H has run 28 ms: the boosted W2 takes the CPU at once. */
+    sim_wake(&s, w2);
+    ck_assert_str_eq(stat_pri(&s, w2), "BOOST");
+    ck_assert_int_eq(w2->running_on, 0);
+    ck_assert_uint_eq(sim_max(&w2->lat), 0);
+    sim_until(&s, MS(45));
+    sim_sleep(&s, w2);
+    ck_assert_int_eq(h->running_on, 0);
+    ck_assert_str_eq(stat_pri(&s, h), "OVER");
+    /* H has run 0.4 ms: W waits for the rest of the ratelimit, no more. */
+    sim_until(&s, US(45400));
+    sim_wake(&s, w);
+    ck_assert_str_eq(stat_pri(&s, w), "BOOST");
+    ck_assert_int_eq(w->running_on, -1);
+    sim_until(&s, MS(45) + RATELIMIT - 1);
+    ck_assert_int_eq(w->running_on, -1);
+    ck_assert_int_eq(h->running_on, 0);
+    sim_until(&s, MS(45) + RATELIMIT);
+    ck_assert_int_eq(w->running_on, 0);
+    ck_assert_uint_eq(sim_max(&w->lat), US(600));
+    ck_assert_int_eq(stat_int(&s, w, "boosts"), 1);
+    ck_assert_int_eq(stat_int(&s, w2, "boosts"), 1);
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
  * Behaviour 8: BOOST never preempts BOOST; the tick demotes the running
  * BOOST vCPU to UNDER without preempting it. W1 wakes at 32 ms and runs
  * (preempting H2); W2 wakes at 35 ms and waits; the 40 ms tick demotes
@@ -824,6 +880,7 @@ credit_suite(void)
     tcase_add_test(tc, test_credit_boost_ratelimit_off);
     tcase_add_test(tc, test_credit_boost_off);
     tcase_add_test(tc, test_credit_over_waker_waits);
+    tcase_add_test(tc, test_credit_boost_preempts_over);
     tcase_add_test(tc, test_credit_boost_never_preempts_boost);
     tcase_add_test(tc, test_credit_boost_latency_linear);
     tcase_add_test(tc, test_credit_no_boost_first_wake);
