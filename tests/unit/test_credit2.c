@@ -287,6 +287,54 @@ START_TEST(test_credit2_runq_fifo)
 END_TEST
 
 /*
+ * With differing credits the runqueue is sorted by credit, not by wake
+ * order: A (7 ms), B (9 ms) and C (8 ms) queue behind the hog H in any
+ * wake order and first run as B, C, A.
+ */
+START_TEST(test_credit2_runq_credit_order)
+{
+    static const int perms[][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}};
+    static const uint64_t burned[3] = {MS(3), MS(1), MS(2)}; /* A, B, C */
+    static const int order[3] = {2, 3, 1};                   /* vcpus[]: H=0, A=1, B=2, C=3 */
+    const int *perm = perms[_i];
+    struct sim_vcpu *w[3];
+    int first[3];
+    size_t k = 0;
+    struct sim s;
+
+    sim_start(&s, "credit2", 1, NULL);
+    s.record = true;
+    sim_add_ok(&s, "H", 1, sim_busy(), NULL);
+    w[0] = v0(sim_add_ok(&s, "A", 1, sim_manual(), NULL));
+    w[1] = v0(sim_add_ok(&s, "B", 1, sim_manual(), NULL));
+    w[2] = v0(sim_add_ok(&s, "C", 1, sim_manual(), NULL));
+    for (int i = 0; i < 3; i++) {
+        burn(&s, w[i], burned[i]);
+        ck_assert_int_eq(vstat(&s, w[i], "credit_ns"), MS(10) - burned[i]);
+    }
+    sim_run(&s, US(500)); /* H is not preemptable yet: they all queue */
+    for (int i = 0; i < 3; i++)
+        sim_set_demand(&s, w[perm[i]], sim_busy());
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(w[i]->running_on, -1);
+    sim_run(&s, MS(20));
+    for (size_t i = 0; i < s.nr_seg && k < 3; i++) {
+        bool seen = false;
+
+        for (size_t j = 0; j < k; j++)
+            seen |= first[j] == s.timeline[i].vcpu;
+        if (s.timeline[i].vcpu > 0 && !seen)
+            first[k++] = s.timeline[i].vcpu;
+    }
+    ck_assert_uint_eq(k, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(first[i], order[i]);
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
  * Load averages (update_svc_load): P = 18, window 2^30 ns, samples in
  * 2^10 ns. A new vCPU is 50 %; runnable for half a window it is 75 %;
  * asleep half a window more, 37.5 %; after a whole window asleep, 0.
@@ -392,6 +440,58 @@ START_TEST(test_credit2_two_hogs_switch_1ms)
 }
 END_TEST
 
+/*
+ * An unclamped slice: A, running, is re-picked at 2 ms with B waiting; it
+ * runs exactly until its credit falls to B's, the gap converted to A's
+ * burn rate (x weight / max_weight), here between the 1 ms and 10 ms
+ * clamps. Equal weights: a 5 ms gap is 5 ms. A at 256 next to B at 512
+ * burns 2 credits per ns: a 4 ms gap is 2 ms.
+ */
+struct slice_case {
+    const char *a_params, *b_params;
+    uint64_t b_burned; /* B's credit: 10 ms minus its burn at its own rate */
+    uint64_t slice;
+};
+
+static const struct slice_case slice_cases[] = {
+    {"weight=256", "weight=256", MS(7), MS(5)}, /* A 8 ms, B 3 ms */
+    {"weight=256", "weight=512", MS(8), MS(2)}, /* A 6 ms, B 2 ms */
+    {"weight=256", "weight=256", US(3700), US(1700)},
+};
+
+START_TEST(test_credit2_slice_is_the_gap)
+{
+    const struct slice_case *c = &slice_cases[_i];
+    struct sim_vcpu *a, *b;
+    struct sim s;
+
+    sim_start(&s, "credit2", 1, NULL);
+    b = v0(sim_add_ok(&s, "B", 1, sim_manual(), c->b_params));
+    a = v0(sim_add_ok(&s, "A", 1, sim_busy(), c->a_params));
+    sim_run(&s, MS(2));
+    burn(&s, b, c->b_burned);
+    sim_wake(&s, b); /* less credit than A: queued, nobody tickled */
+    ck_assert_int_eq(a->running_on, 0);
+    ck_assert_int_lt(vstat(&s, b, "credit_ns"), vstat(&s, a, "credit_ns"));
+    pool_pick(&s.pool, 0, s.now); /* A is past the ratelimit: decide now */
+    sim_run(&s, 0);
+    ck_assert_int_eq(a->running_on, 0);
+    ck_assert_uint_gt(c->slice, MS(1));
+    ck_assert_uint_lt(c->slice, MS(10));
+    ck_assert_uint_eq(s.pool.cpu[0].until, MS(2) + c->slice);
+    /* The slice ends where the credits meet. */
+    sim_run(&s, c->slice - 1);
+    ck_assert_int_eq(a->running_on, 0);
+    flush(&s);
+    ck_assert_int_gt(vstat(&s, a, "credit_ns"), vstat(&s, b, "credit_ns"));
+    sim_run(&s, 1);
+    flush(&s);
+    ck_assert_int_eq(vstat(&s, a, "credit_ns"), vstat(&s, b, "credit_ns"));
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
 /* Without ratelimit the slice floor is MIN_TIMER: decisions every 500 us. */
 START_TEST(test_credit2_min_timer)
 {
@@ -454,6 +554,54 @@ START_TEST(test_credit2_wake_preempt)
     ck_assert_uint_eq(x->lat.n, 1);
     ck_assert_uint_eq(x->lat.v[0], c->latency);
     (void)h;
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
+ * The 500 us penalty (tickle_score): preempting a CPU other than the
+ * waker's last one needs more than 500 us of credit over its runner,
+ * where on its own CPU any lead is enough. CPU 0 runs A (8 ms of credit at
+ * 2 ms), CPU 1 runs B (9 ms); X last ran on CPU 1, with 8 ms + lead. Both
+ * runners are past the ratelimit. Up to a 1 ms lead X does not beat B;
+ * CPU 0 is tickled only past 500 us; from 1 ms X's own CPU scores > 0 and
+ * is taken first, though CPU 0 would score more.
+ */
+struct penalty_case {
+    uint64_t lead; /* X's credit above A's */
+    int runs_on;   /* at once, or -1: it waits */
+};
+
+static const struct penalty_case penalty_cases[] = {
+    {US(1), -1},   {US(300), -1}, {US(500), -1},
+    {US(501), 0},  {US(900), 0},  {MS(1), 0}, /* ties B: own CPU scores 0 */
+    {US(1001), 1}, {US(1200), 1},
+};
+
+START_TEST(test_credit2_wake_penalty_other_cpu)
+{
+    const struct penalty_case *c = &penalty_cases[_i];
+    struct sim_vcpu *x, *a, *b;
+    struct sim s;
+
+    sim_start(&s, "credit2", 2, NULL);
+    a = v0(add_on(&s, "A", sim_busy(), 1, NULL));
+    x = v0(sim_add_ok(&s, "X", 1, sim_manual(), NULL));
+    ck_assert_uint_eq(x->pv->pv->cpu, 1);
+    sim_run(&s, MS(1));
+    b = v0(add_on(&s, "B", sim_busy(), 2, NULL));
+    sim_run(&s, MS(1));
+    burn(&s, x, MS(2) - c->lead);
+    ck_assert_int_eq(vstat(&s, a, "credit_ns"), MS(8));
+    ck_assert_int_eq(vstat(&s, b, "credit_ns"), MS(9));
+    ck_assert_int_eq(vstat(&s, x, "credit_ns"), MS(8) + c->lead);
+    sim_wake(&s, x);
+    sim_run(&s, 0);
+    ck_assert_int_eq(x->running_on, c->runs_on);
+    ck_assert_int_eq(a->running_on, c->runs_on == 0 ? -1 : 0);
+    ck_assert_int_eq(b->running_on, c->runs_on == 1 ? -1 : 1);
+    ck_assert_uint_eq(sim_max(&x->lat), 0);
     ck_assert_no_violations(&s);
     sim_fini(&s);
 }
@@ -794,14 +942,19 @@ credit2_suite(void)
     tcase_add_test(tc, test_credit2_reset_when_all_nonpositive);
     tcase_add_test(tc, test_credit2_reset_waits_for_head);
     tcase_add_loop_test(tc, test_credit2_runq_fifo, 0, 2);
+    tcase_add_loop_test(tc, test_credit2_runq_credit_order, 0, 3);
     tcase_add_test(tc, test_credit2_load_decay);
     tcase_add_test(tc, test_credit2_weights_256_512);
     tcase_add_test(tc, test_credit2_weight_per_vcpu);
     tcase_add_test(tc, test_credit2_two_hogs_switch_1ms);
     tcase_add_test(tc, test_credit2_min_timer);
+    tcase_add_loop_test(tc, test_credit2_slice_is_the_gap, 0,
+                        sizeof(slice_cases) / sizeof(slice_cases[0]));
     suite_add_tcase(s, tc);
     tcase_add_loop_test(tw, test_credit2_wake_preempt, 0,
                         sizeof(wake_cases) / sizeof(wake_cases[0]));
+    tcase_add_loop_test(tw, test_credit2_wake_penalty_other_cpu, 0,
+                        sizeof(penalty_cases) / sizeof(penalty_cases[0]));
     tcase_add_test(tw, test_credit2_idle_preferred);
     tcase_add_loop_test(tw, test_credit2_smt_idle_core_first, 0,
                         sizeof(smt_cases) / sizeof(smt_cases[0]));
