@@ -785,11 +785,59 @@ END_TEST
 
 /* --- membership ---------------------------------------------------------------- */
 
-/* Removing the running domain re-picks its CPU; switching policies works. */
+/* Shares of B's vCPUs and C's vCPU since the last reset, within bounds. */
+struct switch_step {
+    const char *policy, *params;
+    double b_min, b_max, c_min, c_max;
+};
+
+static void
+ck_switch_shares(struct sim *s, struct pool_dom *b, struct pool_dom *c,
+                 const struct switch_step *st)
+{
+    double total = sim_share(s, sim_vcpu(c, 0)), bmax = 0;
+
+    ck_assert_msg(total >= st->c_min && total <= st->c_max, "%s: C share %.4f, want %.2f..%.2f",
+                  st->policy, total, st->c_min, st->c_max);
+    for (unsigned int i = 0; i < b->nr_vcpus; i++) {
+        double got = sim_share(s, sim_vcpu(b, i));
+
+        ck_assert_msg(got >= st->b_min && got <= st->b_max, "%s: B/%u share %.4f, want %.2f..%.2f",
+                      st->policy, i, got, st->b_min, st->b_max);
+        total += got;
+        bmax = got > bmax ? got : bmax;
+    }
+    /* Work-conserving: both CPUs stay busy; the heavier vCPU gets more. */
+    ck_assert_msg(total > 1.99, "%s: total %.4f of 2 CPUs", st->policy, total);
+    if (st->c_min > st->b_max)
+        ck_assert_double_gt(sim_share(s, sim_vcpu(c, 0)), bmax);
+}
+
+/*
+ * Removing the running domain re-picks its CPU; then the pool switches on
+ * the simulated clock credit2 -> rr -> credit2 (runqueue=cpu) -> credit ->
+ * credit2, and after each switch every vCPU runs, with its weight: B has
+ * three vCPUs of weight 256 and C one of 512, on 2 CPUs.
+ * - credit2 (one runqueue for the socket): 0.4 each and 0.8, exactly.
+ * - rr ignores weights: 0.5 each.
+ * - credit2 with a runqueue per CPU balances load, not weight: two vCPUs
+ *   per runqueue; C's gets 1/3 : 2/3, the other 1/2 : 1/2.
+ * - credit: C is under its peak (one CPU), and Credit's fairness across
+ *   CPUs is approximate (credit pool plus stealing): C gets ~0.62, each
+ *   B ~0.46.
+ */
+static const struct switch_step switch_steps[] = {
+    {"rr", NULL, 0.48, 0.52, 0.48, 0.52},
+    {"credit2", "runqueue=cpu", 0.32, 0.52, 0.64, 0.69},
+    {"credit", NULL, 0.42, 0.50, 0.55, 0.70},
+    {"credit2", NULL, 0.39, 0.41, 0.78, 0.82},
+};
+
 START_TEST(test_credit2_remove_and_switch)
 {
+    static const struct switch_step first = {"credit2", NULL, 0.39, 0.41, 0.78, 0.82};
     char err[POLICY_ERRLEN] = "";
-    struct pool_dom *a, *b;
+    struct pool_dom *a, *b, *c;
     struct sim s;
 
     sim_start(&s, "credit2", 2, NULL);
@@ -801,13 +849,24 @@ START_TEST(test_credit2_remove_and_switch)
     sim_run(&s, SEC(1));
     for (unsigned int i = 0; i < 3; i++)
         ck_assert_near(sim_share(&s, sim_vcpu(b, i)), 2.0 / 3, 0.02);
-    ck_assert_int_eq(sim_switch(&s, "rr", NULL, err), 0);
-    sim_run(&s, MS(100));
-    ck_assert_msg(sim_switch(&s, "credit2", "runqueue=cpu", err) == 0, "%s", err);
+    c = sim_add_ok(&s, "C", 1, sim_busy(), "weight=512");
+    sim_run(&s, MS(200));
     sim_reset_stats(&s);
-    sim_run(&s, SEC(1));
+    sim_run(&s, SEC(2));
+    ck_switch_shares(&s, b, c, &first);
+    for (size_t i = 0; i < sizeof(switch_steps) / sizeof(switch_steps[0]); i++) {
+        const struct switch_step *st = &switch_steps[i];
+
+        ck_assert_msg(sim_switch(&s, st->policy, st->params, err) == 0, "%s: %s", st->policy, err);
+        ck_assert_str_eq(pool_policy_name(&s.pool), st->policy);
+        sim_run(&s, MS(200));
+        sim_reset_stats(&s);
+        sim_run(&s, SEC(2));
+        ck_switch_shares(&s, b, c, st);
+        if (strcmp(st->policy, "rr") != 0) /* the weight came through every switch */
+            ck_assert_int_eq(param(&s, c, "weight").ival, 512);
+    }
     ck_assert_no_violations(&s);
-    ck_assert_uint_gt(sim_vcpu(b, 0)->run_ns, MS(300));
     sim_fini(&s);
 }
 END_TEST
