@@ -152,6 +152,82 @@ class PolicyTest(unittest.TestCase):
               f"max {max(lat)} (n={len(lat)})")
         self.assertGreater(len(lat), 100)
 
+    # --- per-vCPU policy state in list --json -------------------------------
+
+    def vcpu_state(self, d):
+        """Each domain's vCPU 0 from `list --json`: (daemon view, policy view)."""
+        doms = {x["name"]: x["vcpus"][0] for x in d.json("list")["domains"]}
+        return {n: (v, v["policy"]) for n, v in doms.items()}
+
+    def assert_ints(self, pol, keys, who):
+        for k in keys:
+            self.assertIn(k, pol, f"{who}: no {k} in {pol}")
+            self.assertIsInstance(pol[k], int, f"{who}: {k} = {pol[k]!r}")
+
+    def test_credit_list_json_shows_vcpu_state(self):
+        d = self.daemon("credit")
+        hog, io = self.spawn(), self.spawn("sleeper", period_ms=5)
+        self.attach(d, "hog", hog, "cap=50")
+        self.attach(d, "io", io)
+        time.sleep(1.0)
+        st = self.vcpu_state(d)
+        for name in ("hog", "io"):
+            v, pol = st[name]
+            self.assert_ints(pol, ("credit", "boosts", "parks", "run_ns"), name)
+            self.assertIn("pri", pol, name)
+            self.assertIn(pol["pri"], ("BOOST", "UNDER", "OVER"), name)
+            # Bounded by one period of 300 credits, plus what a period burns.
+            self.assertGreaterEqual(pol["credit"], -600, name)
+            self.assertLessEqual(pol["credit"], 300, name)
+            # Credit is burned from the run time the daemon measured.
+            self.assertGreater(pol["run_ns"], 0, name)
+            self.assertLessEqual(pol["run_ns"], v["run_ns"], name)
+        self.assertGreater(st["hog"][1]["parks"], 0, "cap=50 parks the hog")
+        self.assertEqual(st["io"][1]["parks"], 0)
+        # Counted when an UNDER vCPU is boosted (a BOOST one that wakes stays
+        # BOOST until a tick sees it running, which a short sleeper dodges).
+        self.assertGreater(st["io"][1]["boosts"], 0, "an UNDER sleeper is boosted on wake")
+        # About half a CPU for the capped hog over the second it ran.
+        self.assertGreater(st["hog"][1]["run_ns"], 300e6)
+        self.assertLess(st["hog"][1]["run_ns"], 800e6)
+        time.sleep(0.3)
+        later = self.vcpu_state(d)
+        self.assertGreater(later["hog"][1]["run_ns"], st["hog"][1]["run_ns"])
+        self.assertGreater(later["io"][0]["wakes"], st["io"][0]["wakes"])
+
+    def test_credit2_list_json_shows_vcpu_state(self):
+        d = self.daemon("credit2")
+        hog, io = self.spawn(), self.spawn("sleeper", period_ms=5)
+        self.attach(d, "hog", hog, "cap=50")
+        self.attach(d, "io", io)
+        time.sleep(2.5)  # load decays over ~1 s from the 50 % a new vCPU starts at
+        st = self.vcpu_state(d)
+        for name in ("hog", "io"):
+            v, pol = st[name]
+            self.assert_ints(pol, ("credit_ns", "load_pct", "run_ns", "resets"), name)
+            self.assertGreaterEqual(pol["credit_ns"], -10_000_000, name)  # CREDIT_MIN
+            self.assertLessEqual(pol["credit_ns"], 10_500_000, name)  # INIT + carry-over
+            self.assertGreaterEqual(pol["load_pct"], 0, name)
+            self.assertLessEqual(pol["load_pct"], 100, name)
+            self.assertGreater(pol["run_ns"], 0, name)
+            self.assertLessEqual(pol["run_ns"], v["run_ns"], name)
+        hog_pol, io_pol = st["hog"][1], st["io"][1]
+        # A cap shows the budget: 50 % of the 10 ms period, one vCPU.
+        self.assert_ints(hog_pol, ("budget_ns", "quota_ns", "dom_budget_ns", "parks"), "hog")
+        self.assertEqual(hog_pol["quota_ns"], 5_000_000)
+        self.assertLessEqual(hog_pol["budget_ns"], 5_000_000)
+        self.assertLessEqual(hog_pol["dom_budget_ns"], 5_000_000)
+        self.assertGreater(hog_pol["parks"], 0)
+        self.assertNotIn("budget_ns", io_pol, "no cap, no budget")
+        # Runnable about half the time (parked the rest) vs. almost never.
+        self.assertGreater(hog_pol["load_pct"], 30)
+        self.assertLess(io_pol["load_pct"], 25)
+        self.assertGreater(hog_pol["load_pct"], io_pol["load_pct"])
+        time.sleep(0.3)
+        later = self.vcpu_state(d)
+        self.assertGreater(later["hog"][1]["run_ns"], hog_pol["run_ns"])
+        self.assertGreater(later["hog"][1]["resets"], hog_pol["resets"])
+
     # --- bad parameters change nothing ------------------------------------
 
     def param_state(self, d):
