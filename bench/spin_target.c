@@ -2,10 +2,11 @@
 /*
  * spin_target.c - the scheduled programs of the engine benchmark
  * (bench/engine_bench.py): busy loops, a counting loop whose progress
- * another process reads from a shared file, and a periodic sleeper.
+ * another process reads from a shared file, and a periodic sleeper; the
+ * daemon's tests use a busy loop that ends its thread when a file appears.
  *
  *     spin_target SPEC [SPEC ...]
- *     SPEC: busy | count:FILE | sleep:PERIOD_US:RUN_US
+ *     SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US
  *
  * One SPEC runs in the main thread (a single-threaded process); several
  * run as pthreads of one process. The thread ids, in SPEC order, go to
@@ -34,6 +35,7 @@
 
 enum spin_kind {
     SPIN_BUSY,
+    SPIN_UNTIL, /* busy until `path` exists, then the thread exits */
     SPIN_COUNT,
     SPIN_SLEEP,
 };
@@ -41,6 +43,7 @@ enum spin_kind {
 struct spin_thread {
     enum spin_kind kind;
     _Atomic uint64_t *count; /* SPIN_COUNT: iterations, in a shared page */
+    const char *path;        /* SPIN_UNTIL */
     uint64_t period_ns, run_ns;
     atomic_int tid;
     pthread_t th;
@@ -99,6 +102,17 @@ spin_sleep(struct spin_thread *t)
     }
 }
 
+/* Busy until t->path exists (looked for every ~100 us of work). */
+static void
+spin_until(struct spin_thread *t)
+{
+    volatile uint64_t sink = 1;
+
+    while (access(t->path, F_OK) != 0)
+        for (unsigned int i = 0; i < 100; i++)
+            sink = spin_work(sink);
+}
+
 static void *
 spin_main(void *arg)
 {
@@ -106,6 +120,10 @@ spin_main(void *arg)
     volatile uint64_t sink = 1;
 
     atomic_store(&t->tid, (int)syscall(SYS_gettid));
+    if (t->kind == SPIN_UNTIL) {
+        spin_until(t);
+        return NULL;
+    }
     if (t->kind == SPIN_COUNT)
         spin_count(t);
     else if (t->kind == SPIN_SLEEP)
@@ -143,6 +161,9 @@ spin_parse(struct spin_thread *t, char *spec)
 
     if (strcmp(spec, "busy") == 0) {
         t->kind = SPIN_BUSY;
+    } else if (strncmp(spec, "busy-until:", 11) == 0 && spec[11] != '\0') {
+        t->kind = SPIN_UNTIL;
+        t->path = spec + 11;
     } else if (strncmp(spec, "count:", 6) == 0 && spec[6] != '\0') {
         t->kind = SPIN_COUNT;
         t->count = spin_map_count(spec + 6);
@@ -167,7 +188,7 @@ main(int argc, char **argv)
     if (n < 1 || n > SPIN_MAX_THREADS) {
         fprintf(stderr,
                 "usage: spin_target SPEC [SPEC ...] (at most %d)\n"
-                "  SPEC: busy | count:FILE | sleep:PERIOD_US:RUN_US\n",
+                "  SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US\n",
                 SPIN_MAX_THREADS);
         return 2;
     }

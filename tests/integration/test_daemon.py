@@ -25,6 +25,28 @@ def cpu_cgroup(pid):
     return None
 
 
+class TwoThreads:
+    """bench/spin_target with two busy threads, the second of which exits
+    once `stop_file` exists: a vCPU thread that goes away while its domain
+    stays (C threads: no interpreter lock between them)."""
+
+    EXE = os.path.join(vstest.BUILD, "bench", "spin_target")
+
+    def __init__(self, stop_file):
+        self.proc = subprocess.Popen([self.EXE, "busy", f"busy-until:{stop_file}"],
+                                     stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=lambda: os.sched_setaffinity(
+                                         0, {vstest.HOUSEKEEPING_CPU}))
+        self.pid = self.proc.pid
+        self.tids = [int(t) for t in self.proc.stdout.readline().split()]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
 class DaemonTest(unittest.TestCase):
     def setUp(self):
         vstest.pin_self_to_housekeeping()
@@ -199,6 +221,70 @@ class DaemonTest(unittest.TestCase):
         finally:
             subprocess.run([os.path.join(vstest.SRC, "vm-images", "stop-guest"), pidfile],
                            capture_output=True)
+
+    # --- threads that vanish ---------------------------------------------------
+
+    def test_thread_exit_mid_schedule_is_dropped(self):
+        # Threads vanish at any moment (a VM dies mid-decision): with BPF the
+        # exit is an event, with /proc it is found at the next scan, and the
+        # dedicated dispatcher (which scans every --proc-poll-us, 1 ms, but
+        # switches every 200 us here) often meets ESRCH first. Either way
+        # the thread is dropped (its domain detached when it was the last
+        # one), the others go on being scheduled, and errors do not repeat.
+        if not os.path.exists(TwoThreads.EXE):
+            self.skipTest(f"no {TwoThreads.EXE}")
+        for events, pattern in (("auto", "shared"), ("proc", "shared"), ("proc", "dedicated")):
+            with self.subTest(events=events, pattern=pattern):
+                try:
+                    self.exit_mid_schedule(events, pattern)
+                finally:  # never two daemons on the managed CPU
+                    for d in self.daemons:
+                        d.cleanup()
+                    for p in self.procs:
+                        p.stop()
+                    self.daemons, self.procs = [], []
+
+    def exit_mid_schedule(self, events, pattern):
+        slice_us = 1000 if pattern == "shared" else 200
+        d = self.daemon("--pattern", pattern, "--pool-param", f"slice_us={slice_us}", policy="rr",
+                        events=events)
+        stop = os.path.join(d.dir, "stop")
+        two = TwoThreads(stop)
+        self.procs.append(two)
+        main_tid, second_tid = two.tids
+        hogs = self.busy(2)
+        d.ctl("attach", "two", "--tid", f"{main_tid},{second_tid}")
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        time.sleep(0.5)
+        hogs[1].stop()  # a whole domain goes
+        with open(stop, "w"):
+            pass  # one thread of a domain goes
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: not os.path.exists(f"/proc/{two.pid}/task/{second_tid}"), 2.0),
+            f"{events}: the second thread did not exit")
+
+        def settled():
+            doms = {x["name"]: x for x in d.json("list")["domains"]}
+            if sorted(doms) != ["h0", "two"]:
+                return False
+            states = {v["tid"]: v["state"] for v in doms["two"]["vcpus"]}
+            return states[second_tid] == "gone" and states[main_tid] != "gone"
+
+        self.assertIsNotNone(vstest.wait_until(settled, 2.0, step=0.05),
+                             f"{events}: {d.json('list')}")
+        errors = d.json("stats")["pools"][0]["actuator_errors"]
+        self.assertLessEqual(errors, 4, f"{events}: {d.json('stats')}")
+        split, _ = vstest.shares([main_tid, hogs[0].tid], 3.0)
+        self.assert_share(split[main_tid], 1 / 2, f"{events}: main thread of two")
+        self.assert_share(split[hogs[0].tid], 1 / 2, f"{events}: h0")
+        self.assertEqual(d.json("stats")["pools"][0]["actuator_errors"], errors,
+                         f"{events}: errors went on")
+        self.assertIsNone(d.proc.poll())
+        self.assertIn("detached 1 domain(s) whose threads all exited", d.read_log())
+        d.ctl("detach", "two")
+        self.assertEqual(vstest.policy(main_tid), os.SCHED_OTHER)
+        d.ctl("detach", "h0")
 
     # --- never strand a thread -----------------------------------------------
 
