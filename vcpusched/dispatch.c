@@ -352,25 +352,32 @@ dispatch_kick(struct sched_pool *sp, uint64_t cpus)
 }
 
 /*
- * The slice the policy gave starts at the pick's `now`, but a thread
- * raised by this pass runs only once the pass is over: in the dedicated
- * pattern when the previous thread is lowered (now), in the shared one
- * when the dispatcher sleeps (shared_main re-bases it with slice_ns). On
- * a slow host a pass costs more than a short slice, and the deadline
- * would pass before the thread ran at all. The policy is not told; it
- * sees the real time at its next call.
+ * The slice the policy gave starts at the pick's `now`, but the elected
+ * thread runs only once the pass is over. A raised thread: in the
+ * dedicated pattern when the previous one is lowered (now), in the shared
+ * one when the dispatcher sleeps (shared_main re-bases it with slice_ns).
+ * A thread kept with a new slice: in the shared pattern this pass has
+ * preempted it, so likewise at sleep; in the dedicated one it ran on all
+ * along. On a slow host a pass costs more than a short slice, and the
+ * deadline would pass before the thread ran at all. The policy is not
+ * told; it sees the real time at its next call.
  */
 static void
-cpu_deadline(struct sched_cpu *c, const struct pool_cpu *pc, bool raised, uint64_t now)
+cpu_deadline(struct sched_pool *sp, struct sched_cpu *c, bool raised, uint64_t now)
 {
-    c->slice_ns = 0;
-    if (raised && pc->until != POLICY_NEVER) {
-        c->slice_ns = pc->until > now ? pc->until - now : 0;
-        c->until = sched_now() + c->slice_ns;
-    } else if (raised || pc->until != c->pool_until) {
-        c->until = pc->until; /* else: the same slice, keep its start */
-    }
+    const struct pool_cpu *pc = &sp->pool.cpu[c->index];
+    bool fresh = raised || pc->until != c->pool_until;
+
     c->pool_until = pc->until;
+    c->slice_ns = 0;
+    if (!fresh)
+        return; /* the same slice: keep its start */
+    if (c->mid == NULL || pc->until == POLICY_NEVER || (!raised && sp->pattern != SCHED_SHARED)) {
+        c->until = pc->until;
+        return;
+    }
+    c->slice_ns = pc->until > now ? pc->until - now : 0;
+    c->until = sched_now() + c->slice_ns;
 }
 
 /*
@@ -382,7 +389,6 @@ cpu_deadline(struct sched_cpu *c, const struct pool_cpu *pc, bool raised, uint64
 static uint64_t
 cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kick)
 {
-    const struct pool_cpu *pc = &sp->pool.cpu[c->index];
     uint64_t bit = 1ULL << c->index, next;
 
     sp->st.decisions++;
@@ -394,7 +400,7 @@ cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kic
         sp->kicked &= ~bit;
     }
     apply_dirty(sp);
-    cpu_deadline(c, pc, actuate_cpu(sp, c), now);
+    cpu_deadline(sp, c, actuate_cpu(sp, c), now);
     *kick = take_kicks(sp) & ~bit;
     next = c->until;
     if (c->index == 0 && sp->pool.pol.timer < next)

@@ -106,6 +106,18 @@ class DaemonTest(unittest.TestCase):
             self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid}")
         self.assertEqual(d.json("stats")["pools"][0]["actuator_errors"], 0)
 
+    def test_rr_short_slice_renewed_reaches_a_lone_target(self):
+        # The same when the elected thread keeps the CPU with a new slice
+        # (alone, or its peer blocked, as vCPUs often are): the pass that
+        # renewed it preempted it, so its slice also starts at the sleep
+        # (before: 0.1% of the CPU at 5 us).
+        d = self.daemon("--pool-param", "slice_us=5", policy="rr")
+        hog, = self.busy(1)
+        d.ctl("attach", "hog", "--pid", str(hog.pid))
+        time.sleep(0.3)
+        _, wall = vstest.shares([hog.tid], 2.0)
+        self.assertGreater(wall[hog.tid], 0.2, f"{wall[hog.tid]:.3f} of the CPU")
+
     def test_table_aabc_gives_a_half(self):
         d = self.daemon("--pool-param", "table=A,A,B,C", "--pool-param", "slot_us=1000",
                         policy="table")
