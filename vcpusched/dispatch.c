@@ -352,15 +352,16 @@ dispatch_kick(struct sched_pool *sp, uint64_t cpus)
 }
 
 /*
- * The slice the policy gave starts at the pick's `now`, but the elected
- * thread runs only once the pass is over. A raised thread: in the
- * dedicated pattern when the previous one is lowered (now), in the shared
- * one when the dispatcher sleeps (shared_main re-bases it with slice_ns).
- * A thread kept with a new slice: in the shared pattern this pass has
- * preempted it, so likewise at sleep; in the dedicated one it ran on all
- * along. On a slow host a pass costs more than a short slice, and the
- * deadline would pass before the thread ran at all. The policy is not
- * told; it sees the real time at its next call.
+ * Shared pattern: the slice the policy gave starts at the pick's `now`,
+ * but the dispatcher's own pass keeps the CPU until it sleeps, whether it
+ * raised a new thread or kept the same one with a new slice. On a slow
+ * host a pass costs more than a short slice, so the deadline had passed
+ * before the thread ran at all. The slice starts at the sleep instead
+ * (shared_main re-bases it with slice_ns). The policy is not told; it
+ * sees the real time at its next call.
+ * Dedicated pattern: nothing to move. A slot begins when its pass lowers
+ * the previous thread and ends when the next pass lowers it, the same
+ * time after each pass's start; a slice shorter than a pass gets a pass.
  */
 static void
 cpu_deadline(struct sched_pool *sp, struct sched_cpu *c, bool raised, uint64_t now)
@@ -372,12 +373,9 @@ cpu_deadline(struct sched_pool *sp, struct sched_cpu *c, bool raised, uint64_t n
     c->slice_ns = 0;
     if (!fresh)
         return; /* the same slice: keep its start */
-    if (c->mid == NULL || pc->until == POLICY_NEVER || (!raised && sp->pattern != SCHED_SHARED)) {
-        c->until = pc->until;
-        return;
-    }
-    c->slice_ns = pc->until > now ? pc->until - now : 0;
-    c->until = sched_now() + c->slice_ns;
+    c->until = pc->until;
+    if (sp->pattern == SCHED_SHARED && c->mid != NULL && pc->until != POLICY_NEVER)
+        c->slice_ns = pc->until > now ? pc->until - now : 1;
 }
 
 /*
@@ -444,9 +442,9 @@ timer_arm(struct sched_cpu *c, uint64_t when)
 }
 
 /*
- * Shared pattern: the thread raised by this pass runs once the dispatcher
- * sleeps, after arming its timer. Start its slice there, so that it runs
- * for the slice even when the pass took longer. Returns the new `next`.
+ * Shared pattern: the elected thread runs once the dispatcher sleeps,
+ * after arming its timer. Start its slice there, so that it runs for the
+ * slice even when the pass took longer. Returns the new `next`.
  */
 static uint64_t
 slice_start(struct sched_cpu *c, uint64_t next)

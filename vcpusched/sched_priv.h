@@ -68,12 +68,12 @@ struct sched_cpu {
     struct sched_thread *running; /* on the CPU now, per events */
     /*
      * Owned by the dispatcher serving this CPU. `until` is the slice end it
-     * enforces: the pool's, moved later when a new thread was raised so
-     * that the thread's slice starts when it can run (see cpu_deadline).
+     * enforces: the pool's, moved in the shared pattern so that a slice
+     * starts when its thread can run (see cpu_deadline).
      */
     uint64_t until;
     uint64_t pool_until; /* the pool's `until` that `until` was derived from */
-    uint64_t slice_ns;   /* shared: slice of a thread just raised, to start at sleep; 0 */
+    uint64_t slice_ns;   /* shared: a slice just given, to start at sleep; 0 */
     uint64_t armed;      /* shared: the timer's expiry */
     uint64_t arm_ns;     /* shared: average cost of arming the timer */
 };
