@@ -371,11 +371,32 @@ cpu_deadline(struct sched_pool *sp, struct sched_cpu *c, bool raised, uint64_t n
 
     c->pool_until = pc->until;
     c->slice_ns = 0;
+    if (raised)
+        c->raised_ns = sched_now();
     if (!fresh)
         return; /* the same slice: keep its start */
     c->until = pc->until;
     if (sp->pattern == SCHED_SHARED && c->mid != NULL && pc->until != POLICY_NEVER)
         c->slice_ns = pc->until > now ? pc->until - now : 1;
+}
+
+/* Dedicated: how long to wait for the switch to a raised thread to be seen. */
+#define SWITCH_WAIT_NS (200 * NSEC_PER_USEC)
+
+/*
+ * Dedicated pattern: has the kernel switched c to the thread raised there?
+ * A pass raises one thread and lowers the other by remote system calls;
+ * the switch follows a reschedule IPI (~10 us on the nested test host).
+ * A pass before it would undo it: at slices shorter than that, the same
+ * thread ran on for milliseconds. Seen through switch events; without
+ * them (/proc), or if none comes (a higher priority runs there), assumed
+ * after SWITCH_WAIT_NS. A block or a wake re-picks anyway (need_pick).
+ */
+static bool
+switch_seen(const struct sched_pool *sp, const struct sched_cpu *c, uint64_t now)
+{
+    return sp->pattern == SCHED_SHARED || c->mid == NULL || c->running == c->mid ||
+           proc_mode(sp->s) || now - c->raised_ns >= SWITCH_WAIT_NS;
 }
 
 /*
@@ -393,7 +414,7 @@ cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kic
     account_running(sp, now);
     if (c->index == 0)
         pool_timer(&sp->pool, now);
-    if ((pool_need_pick(&sp->pool) & bit) || c->until <= now) {
+    if ((pool_need_pick(&sp->pool) & bit) || (c->until <= now && switch_seen(sp, c, now))) {
         pool_pick(&sp->pool, c->index, now);
         sp->kicked &= ~bit;
     }

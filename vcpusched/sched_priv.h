@@ -74,6 +74,7 @@ struct sched_cpu {
     uint64_t until;
     uint64_t pool_until; /* the pool's `until` that `until` was derived from */
     uint64_t slice_ns;   /* shared: a slice just given, to start at sleep; 0 */
+    uint64_t raised_ns;  /* dedicated: when `mid` was raised */
     uint64_t armed;      /* shared: the timer's expiry */
     uint64_t arm_ns;     /* shared: average cost of arming the timer */
 };
