@@ -26,7 +26,7 @@ struct sched;
 
 enum sched_pattern {
     SCHED_SHARED,    /* a dispatcher per managed CPU, on it, sleeping between decisions */
-    SCHED_DEDICATED, /* one busy-polling dispatcher per pool on a CPU of its own */
+    SCHED_DEDICATED, /* one busy-polling dispatcher for every pool, on a CPU of its own */
 };
 
 struct sched_config {
