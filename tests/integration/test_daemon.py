@@ -71,6 +71,12 @@ class DaemonTest(unittest.TestCase):
         self.procs.extend(ps)
         return ps
 
+    @staticmethod
+    def attach_all(d, procs, prefix="hog", *args):
+        """Attach each process as domain PREFIX<i>, with extra attach args."""
+        for i, p in enumerate(procs):
+            d.ctl("attach", f"{prefix}{i}", "--pid", str(p.pid), *args)
+
     def assert_share(self, got, want, what):
         self.assertAlmostEqual(got, want, delta=SHARE_TOL,
                                msg=f"{what}: share {got:.3f}, expected {want:.3f}")
@@ -80,8 +86,7 @@ class DaemonTest(unittest.TestCase):
     def test_rr_three_hogs_share_equally(self):
         d = self.daemon("--pool-param", "slice_us=2000", policy="rr")
         hogs = self.busy(3)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs)
         time.sleep(0.3)
         for h in hogs:
             self.assertTrue(vstest.is_fifo(h.tid))
@@ -97,8 +102,7 @@ class DaemonTest(unittest.TestCase):
         # re-armed, and the dispatcher took the whole CPU).
         d = self.daemon("--pool-param", "slice_us=5", policy="rr")
         hogs = self.busy(2)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs)
         time.sleep(0.3)
         split, wall = vstest.shares([h.tid for h in hogs], 3.0)
         for h in hogs:
@@ -136,8 +140,7 @@ class DaemonTest(unittest.TestCase):
         # kernel's fair server leaves them.
         d = self.daemon("--pattern", "dedicated", "--pool-param", "slice_us=1000", policy="rr")
         hogs = self.busy(2)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"hog{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs)
         time.sleep(0.3)
         for h in hogs:
             self.assertTrue(vstest.is_fifo(h.tid))
@@ -153,8 +156,7 @@ class DaemonTest(unittest.TestCase):
             d.ctl("detach", f"hog{i}")
         d.ctl("pool", "destroy", "main")
         d.ctl("pool", "create", "again", f"cpus={MANAGED_CPU}", "policy=rr", "slice_us=1000")
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"hog{i}", "--pid", str(h.pid), "--pool", "again")
+        self.attach_all(d, hogs, "hog", "--pool", "again")
         split, _ = vstest.shares([h.tid for h in hogs], 2.0)
         for h in hogs:
             self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid} in pool again")
@@ -266,8 +268,7 @@ class DaemonTest(unittest.TestCase):
         main_tid, second_tid = two.tids
         hogs = self.busy(2)
         d.ctl("attach", "two", "--tid", f"{main_tid},{second_tid}")
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs, "h")
         time.sleep(0.5)
         hogs[1].stop()  # a whole domain goes
         with open(stop, "w"):
@@ -304,8 +305,7 @@ class DaemonTest(unittest.TestCase):
         d = self.daemon(policy="rr")
         hogs = self.busy(2)
         before = {h.tid: os.sched_getaffinity(h.tid) for h in hogs}
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs, "h")
         time.sleep(0.2)
         d.stop()
         for h in hogs:
@@ -315,8 +315,7 @@ class DaemonTest(unittest.TestCase):
     def test_kill9_restores_within_a_second(self):
         d = self.daemon(policy="rr")
         hogs = self.busy(3)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs, "h")
         time.sleep(0.3)
         self.assertTrue(all(vstest.is_fifo(h.tid) for h in hogs))
         d.kill9()
@@ -427,8 +426,7 @@ class DaemonTest(unittest.TestCase):
         d = self.daemon(cpus="1,2", policy="rr")
         d.ctl("pool", "set", "main", *rr)
         hogs = self.busy(4)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs, "h")
         time.sleep(0.3)
 
         def wrong():
@@ -481,8 +479,7 @@ class DaemonTest(unittest.TestCase):
     def test_pool_switch_keeps_threads(self):
         d = self.daemon(policy="rr")
         hogs = self.busy(2)
-        for i, h in enumerate(hogs):
-            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+        self.attach_all(d, hogs, "h")
         d.ctl("pool", "set", "main", "policy=table", "table=h0,h1,h1", "slot_us=1000")
         split, _ = vstest.shares([h.tid for h in hogs], 3.0)
         self.assert_share(split[hogs[0].tid], 1 / 3, "h0")

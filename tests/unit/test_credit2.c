@@ -249,6 +249,26 @@ START_TEST(test_credit2_reset_waits_for_head)
 }
 END_TEST
 
+/*
+ * The first n distinct vCPUs other than vcpus[0] to run in the recorded
+ * timeline, in order, into first[]; returns how many were found.
+ */
+static size_t
+first_runs(const struct sim *s, int *first, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < s->nr_seg && k < n; i++) {
+        bool seen = false;
+
+        for (size_t j = 0; j < k; j++)
+            seen |= first[j] == s->timeline[i].vcpu;
+        if (s->timeline[i].vcpu > 0 && !seen)
+            first[k++] = s->timeline[i].vcpu;
+    }
+    return k;
+}
+
 /* The runqueue is sorted by credit, FIFO among equal credits. */
 START_TEST(test_credit2_runq_fifo)
 {
@@ -256,7 +276,7 @@ START_TEST(test_credit2_runq_fifo)
     const int *perm = perms[_i];
     struct sim_vcpu *w[3];
     int first[3];
-    size_t k = 0;
+    size_t k;
     struct sim s;
 
     sim_start(&s, "credit2", 1, NULL);
@@ -270,14 +290,7 @@ START_TEST(test_credit2_runq_fifo)
         sim_set_demand(&s, w[perm[i]], sim_busy());
     sim_run(&s, MS(20));
     /* After H's 10 ms slice they first run in wake order. */
-    for (size_t i = 0; i < s.nr_seg && k < 3; i++) {
-        bool seen = false;
-
-        for (size_t j = 0; j < k; j++)
-            seen |= first[j] == s.timeline[i].vcpu;
-        if (s.timeline[i].vcpu > 0 && !seen)
-            first[k++] = s.timeline[i].vcpu;
-    }
+    k = first_runs(&s, first, 3);
     ck_assert_uint_eq(k, 3);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(first[i], perm[i] + 1); /* vcpus[]: H=0, A=1, B=2, C=3 */
@@ -299,7 +312,7 @@ START_TEST(test_credit2_runq_credit_order)
     const int *perm = perms[_i];
     struct sim_vcpu *w[3];
     int first[3];
-    size_t k = 0;
+    size_t k;
     struct sim s;
 
     sim_start(&s, "credit2", 1, NULL);
@@ -318,14 +331,7 @@ START_TEST(test_credit2_runq_credit_order)
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(w[i]->running_on, -1);
     sim_run(&s, MS(20));
-    for (size_t i = 0; i < s.nr_seg && k < 3; i++) {
-        bool seen = false;
-
-        for (size_t j = 0; j < k; j++)
-            seen |= first[j] == s.timeline[i].vcpu;
-        if (s.timeline[i].vcpu > 0 && !seen)
-            first[k++] = s.timeline[i].vcpu;
-    }
+    k = first_runs(&s, first, 3);
     ck_assert_uint_eq(k, 3);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(first[i], order[i]);
