@@ -77,6 +77,12 @@ class DaemonTest(unittest.TestCase):
         for i, p in enumerate(procs):
             d.ctl("attach", f"{prefix}{i}", "--pid", str(p.pid), *args)
 
+    def assert_managed(self, procs):
+        """Each process is at SCHED_FIFO and pinned to the managed CPU."""
+        for p in procs:
+            self.assertTrue(vstest.is_fifo(p.tid))
+            self.assertEqual(os.sched_getaffinity(p.tid), {MANAGED_CPU})
+
     def assert_share(self, got, want, what):
         self.assertAlmostEqual(got, want, delta=SHARE_TOL,
                                msg=f"{what}: share {got:.3f}, expected {want:.3f}")
@@ -88,9 +94,7 @@ class DaemonTest(unittest.TestCase):
         hogs = self.busy(3)
         self.attach_all(d, hogs)
         time.sleep(0.3)
-        for h in hogs:
-            self.assertTrue(vstest.is_fifo(h.tid))
-            self.assertEqual(os.sched_getaffinity(h.tid), {MANAGED_CPU})
+        self.assert_managed(hogs)
         split, _ = vstest.shares([h.tid for h in hogs], 3.0)
         for h in hogs:
             self.assert_share(split[h.tid], 1 / 3, f"hog {h.pid}")
@@ -142,9 +146,7 @@ class DaemonTest(unittest.TestCase):
         hogs = self.busy(2)
         self.attach_all(d, hogs)
         time.sleep(0.3)
-        for h in hogs:
-            self.assertTrue(vstest.is_fifo(h.tid))
-            self.assertEqual(os.sched_getaffinity(h.tid), {MANAGED_CPU})
+        self.assert_managed(hogs)
         split, wall = vstest.shares([h.tid for h in hogs], 3.0)
         for h in hogs:
             self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid}")

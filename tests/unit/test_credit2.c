@@ -269,6 +269,21 @@ first_runs(const struct sim *s, int *first, size_t n)
     return k;
 }
 
+/*
+ * A recording 1-CPU credit2 simulator with a hog H (vcpus[0]) and three
+ * idle vCPUs A, B, C (vcpus[1..3], returned in w[]) that the test wakes.
+ */
+static void
+hog_and_three(struct sim *s, struct sim_vcpu *w[3])
+{
+    sim_start(s, "credit2", 1, NULL);
+    s->record = true;
+    sim_add_ok(s, "H", 1, sim_busy(), NULL);
+    w[0] = v0(sim_add_ok(s, "A", 1, sim_manual(), NULL));
+    w[1] = v0(sim_add_ok(s, "B", 1, sim_manual(), NULL));
+    w[2] = v0(sim_add_ok(s, "C", 1, sim_manual(), NULL));
+}
+
 /* The runqueue is sorted by credit, FIFO among equal credits. */
 START_TEST(test_credit2_runq_fifo)
 {
@@ -279,12 +294,7 @@ START_TEST(test_credit2_runq_fifo)
     size_t k;
     struct sim s;
 
-    sim_start(&s, "credit2", 1, NULL);
-    s.record = true;
-    sim_add_ok(&s, "H", 1, sim_busy(), NULL);
-    w[0] = v0(sim_add_ok(&s, "A", 1, sim_manual(), NULL));
-    w[1] = v0(sim_add_ok(&s, "B", 1, sim_manual(), NULL));
-    w[2] = v0(sim_add_ok(&s, "C", 1, sim_manual(), NULL));
+    hog_and_three(&s, w);
     sim_run(&s, US(500)); /* H is not preemptable yet: they all queue */
     for (int i = 0; i < 3; i++)
         sim_set_demand(&s, w[perm[i]], sim_busy());
@@ -315,12 +325,7 @@ START_TEST(test_credit2_runq_credit_order)
     size_t k;
     struct sim s;
 
-    sim_start(&s, "credit2", 1, NULL);
-    s.record = true;
-    sim_add_ok(&s, "H", 1, sim_busy(), NULL);
-    w[0] = v0(sim_add_ok(&s, "A", 1, sim_manual(), NULL));
-    w[1] = v0(sim_add_ok(&s, "B", 1, sim_manual(), NULL));
-    w[2] = v0(sim_add_ok(&s, "C", 1, sim_manual(), NULL));
+    hog_and_three(&s, w);
     for (int i = 0; i < 3; i++) {
         burn(&s, w[i], burned[i]);
         ck_assert_int_eq(vstat(&s, w[i], "credit_ns"), MS(10) - burned[i]);
