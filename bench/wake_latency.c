@@ -32,7 +32,7 @@
 
 #include <bpf/bpf.h>
 
-#include "events.h"
+#include "events/events.h"
 
 #define NSEC_PER_USEC 1000ull
 #define NSEC_PER_MSEC 1000000ull

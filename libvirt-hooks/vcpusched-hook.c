@@ -22,9 +22,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "ctl/ctl_client.h"
-#include "libvirt_meta.h"
-#include "libvirt_vcpus.h"
+#include "control/ctl_client.h"
+#include "libvirt/libvirt_meta.h"
+#include "libvirt/libvirt_vcpus.h"
 
 #define HOOK_TIMEOUT_MS 1500 /* per request: libvirt waits for us with no timeout */
 

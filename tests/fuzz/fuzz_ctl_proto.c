@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "ctl_proto.h"
+#include "control/ctl_proto.h"
 
 /* Not assert(): RelWithDebInfo defines NDEBUG, and the checks are the point. */
 #define CHECK(x)                                                                                   \

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libvirt_meta.h"
+#include "libvirt/libvirt_meta.h"
 
 /* Not assert(): RelWithDebInfo defines NDEBUG, and the checks are the point. */
 #define CHECK(x)                                                                                   \

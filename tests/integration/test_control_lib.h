@@ -24,7 +24,7 @@
 
 #include <json-c/json.h>
 
-#include "control.h"
+#include "control/control.h"
 
 struct tserver {
     char dir[64];   /* mkdtemp'd */

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "events.h"
+#include "events/events.h"
 
 #define NSEC_PER_MSEC 1000000ull
 /* Records one test may collect: the busiest makes ~20k. */

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "pool.h"
+#include "policy/pool.h"
 
 #define SIM_MAX_VCPUS 256
 

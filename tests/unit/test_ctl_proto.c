@@ -12,7 +12,7 @@
 
 #include <json-c/json.h>
 
-#include "ctl_proto.h"
+#include "control/ctl_proto.h"
 #include "testutil.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "events_impl.h"
+#include "events/events_impl.h"
 #include "testutil.h"
 
 struct stat_case {

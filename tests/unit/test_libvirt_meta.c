@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libvirt_meta.h"
+#include "libvirt/libvirt_meta.h"
 #include "testutil.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "topology.h"
+#include "host/topology.h"
 
 #define ERRLEN 256
 

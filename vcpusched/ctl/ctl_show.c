@@ -13,7 +13,7 @@
 
 #include "ctl_columns.h"
 #include "ctl_show.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 #define SHOW_FIELD_MAX 64 /* a formatted number, time or short name */
 

@@ -18,8 +18,8 @@
 
 #include <json-c/json.h>
 
-#include "ctl_client.h"
-#include "ctl_proto.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
 #include "ctl_show.h"
 
 #ifndef VCPUSCHED_VERSION

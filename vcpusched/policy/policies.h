@@ -5,7 +5,7 @@
 #ifndef VCPUSCHED_POLICIES_H
 #define VCPUSCHED_POLICIES_H
 
-#include "../policy.h"
+#include "policy.h"
 
 extern const struct policy_ops credit_ops;  /* policy/credit.c */
 extern const struct policy_ops credit2_ops; /* policy/credit2.c */

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * libvirt_none.c - the libvirt watcher of a daemon built without libvirt
+ * libvirt_watch_none.c - the libvirt watcher of a daemon built without libvirt
  * (cmake/libvirt.cmake): says so. `attach --libvirt` still works, as it
  * reads libvirt's status file (libvirt_vcpus.c) and never calls libvirt.
  */
 #include <errno.h>
 #include <stdio.h>
 
-#include "libvirt.h"
+#include "libvirt_watch.h"
 
 int
 libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char *socket, char *err,

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "policy.h"
-#include "policy/policies.h"
+#include "policies.h"
 
 /* The order is the order of `vcpuschedctl help`. */
 static const struct policy_ops *const policies[] = {

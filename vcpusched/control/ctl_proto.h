@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 struct json_object;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * libvirt.h - the daemon's libvirt watcher (docs/libvirt.md): a thread of
+ * libvirt_watch.h - the daemon's libvirt watcher (docs/libvirt.md): a thread of
  * its own that follows libvirt's metadata-change and lifecycle events and
  * applies a domain's <vs:sched> metadata as a client of the daemon's own
  * control socket, so that validation and locking stay in one place and
@@ -8,8 +8,8 @@
  * It reconnects with back-off when libvirtd goes away and, on every
  * (re)connect, attaches running opted-in domains that are not attached.
  */
-#ifndef VCPUSCHED_LIBVIRT_H
-#define VCPUSCHED_LIBVIRT_H
+#ifndef VCPUSCHED_LIBVIRT_WATCH_H
+#define VCPUSCHED_LIBVIRT_WATCH_H
 
 #include <stddef.h>
 
@@ -29,4 +29,4 @@ int libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char 
 /* Stop the thread and close the connection (NULL: nothing to do). */
 void libvirt_watch_stop(struct libvirt_watch *w);
 
-#endif /* VCPUSCHED_LIBVIRT_H */
+#endif /* VCPUSCHED_LIBVIRT_WATCH_H */

@@ -26,12 +26,12 @@
 #include <libxml/parser.h>
 
 #include "config.h"
-#include "guardian.h"
+#include "host/guardian.h"
 #include "handlers.h"
-#include "libvirt.h"
-#include "libvirt_vcpus.h"
-#include "log.h"
-#include "topology.h"
+#include "libvirt/libvirt_watch.h"
+#include "libvirt/libvirt_vcpus.h"
+#include "common/log.h"
+#include "host/topology.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 

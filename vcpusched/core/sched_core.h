@@ -16,10 +16,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "actuator.h"
-#include "events.h"
-#include "policy.h"
-#include "statefile.h"
+#include "host/actuator.h"
+#include "events/events.h"
+#include "policy/policy.h"
+#include "host/statefile.h"
 
 struct json_object;
 struct sched;

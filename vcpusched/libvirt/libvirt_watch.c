@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * libvirt.c - the daemon's libvirt watcher (libvirt.h). One thread runs
+ * libvirt_watch.c - the daemon's libvirt watcher (libvirt_watch.h). One thread runs
  * libvirt's default event loop; every callback runs on it. A change is
  * applied through the daemon's control socket (ctl_client), as any client
  * would, so the control thread stays the only one that touches the
@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctl/ctl_client.h"
-#include "libvirt.h"
+#include "control/ctl_client.h"
+#include "libvirt_watch.h"
 #include "libvirt_meta.h"
-#include "log.h"
+#include "common/log.h"
 
 #define WATCH_CALL_TIMEOUT_MS 2000 /* a control request; the daemon answers in ms */
 #define WATCH_TICK_MS         250  /* loop wake-up: stop requests and reconnect timing */

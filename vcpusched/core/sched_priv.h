@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <sys/queue.h>
 
-#include "pool.h"
+#include "policy/pool.h"
 #include "sched_core.h"
 
 #define SCHED_MAX_POOLS   16

@@ -20,7 +20,7 @@
 #include <linux/types.h>
 
 #include "events_impl.h"
-#include "events_shared.h"
+#include "bpf/events_shared.h"
 #include "vcpusched.skel.h"
 
 /*

@@ -7,13 +7,13 @@
 
 #include <sched.h>
 
-#include "control.h"
-#include "ctl_proto.h"
-#include "sched_core.h"
+#include "control/control.h"
+#include "control/ctl_proto.h"
+#include "core/sched_core.h"
 
 #define DAEMON_VERSION "0.1.0"
 
-/* Finds a libvirt domain's QEMU and vCPU threads (libvirt.c), if built in. */
+/* Finds a libvirt domain's QEMU and vCPU threads (libvirt_vcpus.c). */
 typedef int (*daemon_libvirt_fn)(void *ctx, const char *domain, pid_t *pid, pid_t *tids,
                                  unsigned int max, unsigned int *n, char *err, size_t errlen);
 

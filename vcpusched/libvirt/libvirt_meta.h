@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "ctl_proto.h"
+#include "control/ctl_proto.h"
 
 struct json_object;
 

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events.h"
-#include "sched_core.h"
+#include "events/events.h"
+#include "core/sched_core.h"
 
 #define CONFIG_MAX_POOLS      16
 #define CONFIG_DEFAULT_SOCKET "/run/vcpusched/control.sock"

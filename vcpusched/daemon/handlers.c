@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover.h"
+#include "host/discover.h"
 #include "handlers.h"
-#include "log.h"
-#include "topology.h"
+#include "common/log.h"
+#include "host/topology.h"
 
 #define MAX_TIDS 1024
 

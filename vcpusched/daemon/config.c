@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "statefile.h"
+#include "host/statefile.h"
 
 #define DEFAULT_POOL "main"
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 /* Where the kernel describes CPUs; tests pass a directory of their own. */
 #define TOPOLOGY_SYSFS_CPU "/sys/devices/system/cpu"
