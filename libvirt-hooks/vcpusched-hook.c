@@ -148,7 +148,7 @@ hook_attach(struct hook *h)
 
     if (req == NULL)
         return;
-    r = libvirt_vcpus_find(NULL, h->name, &req->pid, req->tids, CTL_TIDS_MAX, &req->nr_tids, &how,
+    r = libvirt_vcpus_find(NULL, h->name, &req->pid, req->tids, VS_THREADS_MAX, &req->nr_tids, &how,
                            NULL, msg, sizeof(msg));
     if (r < 0) {
         hook_log(LOG_ERR, "domain %s: not attached: %s", h->name, msg);
@@ -245,7 +245,7 @@ main(int argc, char **argv)
         free(h);
         return 0;
     }
-    if (!libvirt_meta_name_ok(h->name)) {
+    if (!names_valid(h->name)) {
         hook_log(LOG_ERR, "domain name not accepted by vcpusched (1-63 of A-Za-z0-9_.:+@-)");
         free(h);
         return 0;

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
-GENERATED = {"vmlinux.h", "vcpusched.skel.h"}  # made by the build (cmake/bpf.cmake)
+GENERATED = {"vmlinux.h", "vcpusched.skel.h", "version.h"}  # made by the build (cmake/bpf.cmake, common/)
 EXTERNAL = {"qmp.h": "qmp"}  # libraries outside vcpusched/, by their public header
 
 

@@ -30,8 +30,8 @@ check_meta(int r, const struct libvirt_meta *m, const char *err)
         CHECK(err[0] != '\0' && !m->present && m->nr_params == 0);
         return;
     }
-    CHECK(r == 0 && m->nr_params <= CTL_PARAMS_MAX);
-    CHECK(m->pool[0] == '\0' || libvirt_meta_name_ok(m->pool));
+    CHECK(r == 0 && m->nr_params <= VS_PARAMS_MAX);
+    CHECK(m->pool[0] == '\0' || names_valid(m->pool));
     for (size_t i = 0; i < m->nr_params; i++)
         CHECK(m->keys[i][0] != '\0' && m->vals[i][0] != '\0');
 }

@@ -26,7 +26,7 @@ struct record {
     pthread_mutex_t lock;
     unsigned int calls;
     enum ctl_cmd cmd;
-    char name[CTL_NAME_SIZE];
+    char name[VS_NAME_SIZE];
     struct control_peer peer;
     atomic_bool big; /* answer list with a reply of 8 MiB */
 };

@@ -391,6 +391,19 @@ class DaemonTest(unittest.TestCase):
 
     # --- bad input changes nothing ---------------------------------------------
 
+    def test_help_comes_from_the_daemon(self):
+        """The CLI links no policy: the daemon answers `help` with every
+        policy it runs, and `help rr` prints what the golden file holds."""
+        d = self.daemon()
+        out = d.ctl("help").stdout
+        for name in ("credit", "credit2", "rr", "table"):
+            self.assertIn(f"\n{name}: ", out)
+        golden = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ctl", "help-rr.txt")
+        self.assertEqual(d.ctl("help", "rr").stdout, vstest.read(golden))
+        r = d.ctl("help", "nosuch", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no policy 'nosuch'", r.stderr)
+
     def test_bad_requests_change_nothing(self):
         d = self.daemon(policy="rr")
         hog, = self.busy(1)

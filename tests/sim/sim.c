@@ -388,7 +388,7 @@ sim_run(struct sim *s, uint64_t ns)
 /* --- set-up and control ------------------------------------------------ */
 
 static int
-split(const char *params, char *buf, size_t len, struct policy_kv *kv, size_t *n, char *err)
+split(const char *params, char *buf, size_t len, struct kv *kv, size_t *n, char *err)
 {
     *n = 0;
     if (params == NULL)
@@ -398,7 +398,7 @@ split(const char *params, char *buf, size_t len, struct policy_kv *kv, size_t *n
         return -EINVAL;
     }
     snprintf(buf, len, "%s", params);
-    return policy_kv_split(buf, kv, POLICY_MAX_PARAMS, n, err);
+    return kv_split(buf, kv, VS_PARAMS_MAX, n, err, POLICY_ERRLEN);
 }
 
 int
@@ -406,7 +406,7 @@ sim_init(struct sim *s, const char *policy, unsigned int nr_cpus, const struct p
          const char *params, char *err)
 {
     struct policy_cpu flat[POLICY_MAX_CPUS];
-    struct policy_kv kv[POLICY_MAX_PARAMS];
+    struct kv kv[VS_PARAMS_MAX];
     char buf[4096];
     size_t n;
     int r;
@@ -484,7 +484,7 @@ struct pool_dom *
 sim_dom_add(struct sim *s, const char *name, unsigned int nr_vcpus, struct sim_demand demand,
             uint64_t affinity, const char *params, char *err)
 {
-    struct policy_kv kv[POLICY_MAX_PARAMS];
+    struct kv kv[VS_PARAMS_MAX];
     uint64_t aff[SIM_MAX_VCPUS];
     struct pool_dom *d;
     char buf[4096];
@@ -576,7 +576,7 @@ sim_yield(struct sim *s, struct sim_vcpu *v)
 int
 sim_set(struct sim *s, struct pool_dom *d, const char *params, char *err)
 {
-    struct policy_kv kv[POLICY_MAX_PARAMS];
+    struct kv kv[VS_PARAMS_MAX];
     char buf[4096];
     size_t n;
     int r;
@@ -591,7 +591,7 @@ sim_set(struct sim *s, struct pool_dom *d, const char *params, char *err)
 int
 sim_switch(struct sim *s, const char *policy, const char *params, char *err)
 {
-    struct policy_kv kv[POLICY_MAX_PARAMS];
+    struct kv kv[VS_PARAMS_MAX];
     char buf[4096];
     size_t n;
     int r;

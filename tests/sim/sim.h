@@ -50,7 +50,7 @@ struct sim_samples {
 struct sim_vcpu {
     struct pool_vcpu *pv;
     struct sim_demand demand;
-    char label[POOL_NAME_MAX + 8]; /* "dom/index" */
+    char label[VS_NAME_SIZE + 8]; /* "dom/index" */
     uint64_t pending_ns;           /* CPU still needed before it blocks */
     uint64_t next_wake;            /* absolute, or POLICY_NEVER */
     uint64_t wake_at;              /* last wake not yet followed by a run, or POLICY_NEVER */

@@ -96,11 +96,11 @@ gen_key32(void)
                   "\":\"1\"}}}");
 }
 static char *
-gen_cpus256(void)
+gen_cpus_long(void)
 {
     return repeat("{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"create\",\"name\":\"p\",\"policy\":"
                   "\"rr\",\"cpus\":\"",
-                  "1", "", 256, "\"}}");
+                  "1", "", CPULIST_TEXT_MAX, "\"}}");
 }
 static char *
 gen_line64k(void)
@@ -179,6 +179,10 @@ static const struct bad_case bad_cases[] = {
     {"detach extra key", "{\"v\":1,\"cmd\":\"detach\",\"args\":{\"name\":\"a\",\"force\":true}}", 0,
      NULL, -EINVAL, "unknown key \"force\""},
     {"attach typo key", ATTACH("\"pids\":[1]"), 0, NULL, -EINVAL, "unknown key \"pids\""},
+    {"help unknown key", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"name\":\"rr\"}}", 0, NULL, -EINVAL,
+     "args: unknown key \"name\""},
+    {"help bad policy", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"Credit\"}}", 0, NULL,
+     -EINVAL, "policy: \"Credit\" has a character outside [a-z0-9_]"},
     /* Names. */
     {"name missing", "{\"v\":1,\"cmd\":\"detach\",\"args\":{}}", 0, NULL, -EINVAL, "name: missing"},
     {"name a number", DETACH("5"), 0, NULL, -EINVAL, "name: must be a string"},
@@ -276,20 +280,20 @@ static const struct bad_case bad_cases[] = {
      "cpus: range 3-1 is descending"},
     {"pool create cpus twice",
      POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"1-3,2\",\"policy\":\"rr\""), 0, NULL,
-     -EINVAL, "cpus: CPU 2 given twice"},
+     -EINVAL, "cpus: CPU 2 is listed twice"},
     {"pool create cpus empty item",
      POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"1,,2\",\"policy\":\"rr\""), 0, NULL, -EINVAL,
      "cpus: expected"},
     {"pool create cpus letters",
      POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"1a\",\"policy\":\"rr\""), 0, NULL, -EINVAL,
-     "cpus: unexpected \"a\""},
-    {"pool create cpus 65",
-     POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"0-64\",\"policy\":\"rr\""), 0, NULL, -E2BIG,
-     "cpus: more than 64 CPUs"},
+     "cpus: unexpected 'a'"},
+    {"pool create cpus 1025",
+     POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"0-1024\",\"policy\":\"rr\""), 0, NULL,
+     -EINVAL, "cpus: CPU 1024 is beyond 1023"},
     {"pool create cpus huge",
      POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":\"99999\",\"policy\":\"rr\""), 0, NULL,
-     -EINVAL, "CPU numbers stop at 8191"},
-    {"pool create cpus 256 bytes", NULL, 0, gen_cpus256, -EINVAL, "cpus: longer than 255 bytes"},
+     -EINVAL, "cpus: CPU 99999 is beyond 1023"},
+    {"pool create cpus too long", NULL, 0, gen_cpus_long, -EINVAL, "cpus: longer than 5119 bytes"},
     {"pool create cpus number",
      POOL("\"op\":\"create\",\"name\":\"p\",\"cpus\":1,\"policy\":\"rr\""), 0, NULL, -EINVAL,
      "cpus: must be a string"},
@@ -339,6 +343,9 @@ static const struct good_case good_cases[] = {
     {"list with empty args, blanks and newline",
      " {\"cmd\": \"list\", \"v\": 1, \"args\": {}}\t\r\n", "{\"v\":1,\"cmd\":\"list\"}"},
     {"stats", "{\"v\":1,\"cmd\":\"stats\"}", "{\"v\":1,\"cmd\":\"stats\"}"},
+    {"help", "{\"v\":1,\"cmd\":\"help\"}", "{\"v\":1,\"cmd\":\"help\",\"args\":{}}"},
+    {"help policy", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"credit2\"}}",
+     "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"credit2\"}}"},
     {"attach pid", ATTACH("\"pid\":4242"),
      "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"pid\":4242}}"},
     {"attach tids pool params",
@@ -465,8 +472,8 @@ START_TEST(test_request_built_roundtrip)
         strcpy(a->pool, "fast");
     if (a->target == CTL_TARGET_PID)
         a->pid = 1234;
-    for (unsigned int i = 0; a->target == CTL_TARGET_TIDS && i < CTL_TIDS_MAX; i++)
-        a->tids[a->nr_tids++] = (pid_t)(CTL_TIDS_MAX - i); /* order kept: vCPU index */
+    for (unsigned int i = 0; a->target == CTL_TARGET_TIDS && i < VS_THREADS_MAX; i++)
+        a->tids[a->nr_tids++] = (pid_t)(VS_THREADS_MAX - i); /* order kept: vCPU index */
     if (a->target == CTL_TARGET_QMP)
         strcpy(a->qmp, "/run/qemu/vm.1.qmp");
     if (a->target == CTL_TARGET_LIBVIRT)
@@ -478,7 +485,7 @@ START_TEST(test_request_built_roundtrip)
     if (a->cmd == CTL_POOL && a->pool_op == CTL_POOL_SET)
         strcpy(a->policy, "credit2");
     if (a->cmd == CTL_ATTACH || a->cmd == CTL_SET || a->pool_op >= CTL_POOL_CREATE) {
-        for (int i = 0; i < CTL_PARAMS_MAX && a->pool_op != CTL_POOL_DESTROY; i++) {
+        for (int i = 0; i < VS_PARAMS_MAX && a->pool_op != CTL_POOL_DESTROY; i++) {
             char k[8], v[8];
 
             snprintf(k, sizeof(k), "k%d", i);
@@ -508,19 +515,19 @@ START_TEST(test_request_limits_inclusive)
     ck_assert_msg(ctl_request_parse(line, strlen(line), req, err, sizeof(err)) == 0, "%s", err);
     ck_assert_uint_eq(strlen(req->name), 63);
     free(line);
-    line = tids_line(CTL_TIDS_MAX);
+    line = tids_line(VS_THREADS_MAX);
     ck_assert_msg(ctl_request_parse(line, strlen(line), req, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_uint_eq(req->nr_tids, CTL_TIDS_MAX);
-    ck_assert_int_eq(req->tids[CTL_TIDS_MAX - 1], CTL_TIDS_MAX);
+    ck_assert_uint_eq(req->nr_tids, VS_THREADS_MAX);
+    ck_assert_int_eq(req->tids[VS_THREADS_MAX - 1], VS_THREADS_MAX);
     free(line);
-    line = params_line(CTL_PARAMS_MAX);
+    line = params_line(VS_PARAMS_MAX);
     ck_assert_msg(ctl_request_parse(line, strlen(line), req, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_uint_eq(req->nr_params, CTL_PARAMS_MAX);
+    ck_assert_uint_eq(req->nr_params, VS_PARAMS_MAX);
     free(line);
     line = repeat("{\"v\":1,\"cmd\":\"set\",\"args\":{\"name\":\"a\",\"params\":{\"k\":\"", "v", "",
-                  CTL_PARAM_VAL_SIZE - 1, "\"}}}");
+                  VS_VALUE_SIZE - 1, "\"}}}");
     ck_assert_msg(ctl_request_parse(line, strlen(line), req, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_uint_eq(strlen(req->params[0].val), CTL_PARAM_VAL_SIZE - 1);
+    ck_assert_uint_eq(strlen(req->params[0].val), VS_VALUE_SIZE - 1);
     free(line);
     line = repeat("{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"a\",\"qmp\":\"/", "q", "", 106,
                   "\"}}");
@@ -560,11 +567,12 @@ START_TEST(test_request_readonly)
     struct ctl_request req;
 
     memset(&req, 0, sizeof(req.cmd) + sizeof(req.pool_op));
-    for (int c = CTL_VERSION; c <= CTL_POOL; c++) {
+    for (int c = CTL_VERSION; c <= CTL_HELP; c++) {
         req.cmd = (enum ctl_cmd)c;
         req.pool_op = CTL_POOL_LIST;
-        ck_assert_int_eq(ctl_request_is_readonly(&req),
-                         c == CTL_VERSION || c == CTL_LIST || c == CTL_STATS || c == CTL_POOL);
+        ck_assert_int_eq(ctl_request_is_readonly(&req), c == CTL_VERSION || c == CTL_LIST ||
+                                                            c == CTL_STATS || c == CTL_POOL ||
+                                                            c == CTL_HELP);
     }
     for (int op = CTL_POOL_CREATE; op <= CTL_POOL_DESTROY; op++) {
         req.cmd = CTL_POOL;
@@ -578,17 +586,17 @@ END_TEST
 START_TEST(test_request_add_param_limits)
 {
     struct ctl_request *req = calloc(1, sizeof(*req));
-    char err[CTL_ERRLEN], *big = repeat("", "x", "", CTL_PARAM_VAL_SIZE, "");
+    char err[CTL_ERRLEN], *big = repeat("", "x", "", VS_VALUE_SIZE, "");
 
     ck_assert_ptr_nonnull(req);
     ck_assert_int_eq(ctl_request_add_param(req, "k", big, err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(
         ctl_request_add_param(req, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", "1", err, sizeof(err)),
         -EINVAL);
-    for (int i = 0; i < CTL_PARAMS_MAX; i++)
+    for (int i = 0; i < VS_PARAMS_MAX; i++)
         ck_assert_int_eq(ctl_request_add_param(req, "k", "1", err, sizeof(err)), 0);
     ck_assert_int_eq(ctl_request_add_param(req, "k", "1", err, sizeof(err)), -E2BIG);
-    ck_assert_uint_eq(req->nr_params, CTL_PARAMS_MAX);
+    ck_assert_uint_eq(req->nr_params, VS_PARAMS_MAX);
     free(big);
     free(req);
 }
@@ -696,36 +704,38 @@ START_TEST(test_errno_names)
 }
 END_TEST
 
-/* --- CPU lists. --- */
+/* --- CPU lists: pool create parses its cpus once, into req.cpuset. --- */
 
 START_TEST(test_cpulist)
 {
     static const struct {
-        const char *s;
+        const char *cpus;
         int ret;
-        const char *expect; /* the CPUs, comma-separated */
+        unsigned int count;
     } cases[] = {
-        {"1", 0, "1"},          {"0-3", 0, "0,1,2,3"},  {"5,1,3-4", 0, "1,3,4,5"},
-        {"8191", 0, "8191"},    {"", -EINVAL, NULL},    {",", -EINVAL, NULL},
-        {"1,", -EINVAL, NULL},  {"-1", -EINVAL, NULL},  {"1-2-3", -EINVAL, NULL},
-        {"2-1", -EINVAL, NULL}, {"1 2", -EINVAL, NULL}, {"8192", -EINVAL, NULL},
-        {"0-4", -E2BIG, NULL}, /* max 4 below */
+        {"1", 0, 1},         {"0-3", 0, 4},       {"5,1,3-4", 0, 4},    {"0-1023", 0, 1024},
+        {"", -EINVAL, 0},    {",", -EINVAL, 0},   {"1,", -EINVAL, 0},   {"-1", -EINVAL, 0},
+        {"2-1", -EINVAL, 0}, {"1 2", -EINVAL, 0}, {"1024", -EINVAL, 0}, {"1,1", -EINVAL, 0},
     };
-    int cpus[4];
-    char err[CTL_ERRLEN], got[64];
+    struct ctl_request *req = malloc(sizeof(*req));
+    char line[256], err[CTL_ERRLEN];
 
+    ck_assert_ptr_nonnull(req);
     for (size_t i = 0; i < NELEM(cases); i++) {
-        unsigned int n = 0;
-        int r = ctl_cpulist_parse(cases[i].s, cpus, 4, &n, err, sizeof(err));
+        int r;
 
-        ck_assert_msg(r == cases[i].ret, "'%s': %d (%s)", cases[i].s, r, err);
-        if (r != 0)
-            continue;
-        got[0] = '\0';
-        for (unsigned int k = 0; k < n; k++)
-            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%d", k ? "," : "", cpus[k]);
-        ck_assert_str_eq(got, cases[i].expect);
+        snprintf(line, sizeof(line),
+                 "{\"v\":1,\"cmd\":\"pool\",\"args\":{\"op\":\"create\",\"name\":\"p\","
+                 "\"cpus\":\"%s\",\"policy\":\"rr\"}}",
+                 cases[i].cpus);
+        r = ctl_request_parse(line, strlen(line), req, err, sizeof(err));
+        ck_assert_msg(r == cases[i].ret, "'%s': %d (%s)", cases[i].cpus, r, err);
+        if (r == 0)
+            ck_assert_uint_eq(cpuset_count(&req->cpuset), cases[i].count);
+        else
+            ck_assert_msg(strstr(err, "cpus: ") != NULL, "'%s': %s", cases[i].cpus, err);
     }
+    free(req);
 }
 END_TEST
 

@@ -310,7 +310,7 @@ START_TEST(test_choose_pool)
 {
     struct json_object *pools = json_tokener_parse(choices[_i].pools);
     struct libvirt_meta m;
-    char pool[CTL_NAME_SIZE] = "", err[256] = "";
+    char pool[VS_NAME_SIZE] = "", err[256] = "";
     int r;
 
     memset(&m, 0, sizeof(m));
@@ -331,14 +331,14 @@ END_TEST
 START_TEST(test_names_and_kv)
 {
     struct libvirt_meta m;
-    struct policy_kv kv[CTL_PARAMS_MAX];
+    struct kv kv[VS_PARAMS_MAX];
     const char *xml = DOM("<vs:sched " NS " weight='5' cap='7'/>");
     char err[256];
 
-    ck_assert(libvirt_meta_name_ok("vm-1.a:b+c@d_e"));
-    ck_assert(!libvirt_meta_name_ok(""));
-    ck_assert(!libvirt_meta_name_ok("a/b"));
-    ck_assert(!libvirt_meta_name_ok("a b"));
+    ck_assert(names_valid("vm-1.a:b+c@d_e"));
+    ck_assert(!names_valid(""));
+    ck_assert(!names_valid("a/b"));
+    ck_assert(!names_valid("a b"));
     ck_assert_int_eq(libvirt_meta_parse_domain(xml, strlen(xml), &m, err, sizeof(err)), 0);
     libvirt_meta_kv(&m, kv);
     ck_assert_str_eq(kv[0].key, "weight");

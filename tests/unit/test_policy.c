@@ -41,14 +41,14 @@ static const struct parse_case parse_cases[] = {
 START_TEST(test_values_parse)
 {
     const struct parse_case *pc = &parse_cases[_i];
-    struct policy_kv kv[POLICY_MAX_PARAMS];
+    struct kv kv[VS_PARAMS_MAX];
     struct policy_values v;
     char buf[128], err[POLICY_ERRLEN] = "";
     size_t n;
     int r;
 
     snprintf(buf, sizeof(buf), "%s", pc->line);
-    r = policy_kv_split(buf, kv, POLICY_MAX_PARAMS, &n, err);
+    r = kv_split(buf, kv, VS_PARAMS_MAX, &n, err, POLICY_ERRLEN);
     if (r == 0)
         r = policy_values_parse(schema, kv, n, false, &v, err);
     ck_assert_msg(r == pc->ret, "'%s': got %d (%s)", pc->line, r, err);
@@ -58,7 +58,7 @@ END_TEST
 
 START_TEST(test_values_defaults_and_set)
 {
-    struct policy_kv kv[] = {{"boost", "off"}, {"other", "x"}};
+    struct kv kv[] = {{"boost", "off"}, {"other", "x"}};
     struct policy_values v;
     char err[POLICY_ERRLEN];
 
@@ -77,16 +77,6 @@ START_TEST(test_registry)
     ck_assert_ptr_nonnull(policy_find("rr"));
     ck_assert_ptr_nonnull(policy_find("table"));
     ck_assert_ptr_null(policy_find("nosuch"));
-}
-END_TEST
-
-START_TEST(test_kv_split_limits)
-{
-    struct policy_kv kv[2];
-    char buf[] = "a=1 b=2 c=3", err[POLICY_ERRLEN];
-    size_t n;
-
-    ck_assert_int_eq(policy_kv_split(buf, kv, 2, &n, err), -E2BIG);
 }
 END_TEST
 
@@ -174,7 +164,6 @@ policy_suite(void)
     tcase_add_loop_test(tc, test_values_parse, 0, sizeof(parse_cases) / sizeof(parse_cases[0]));
     tcase_add_test(tc, test_values_defaults_and_set);
     tcase_add_test(tc, test_registry);
-    tcase_add_test(tc, test_kv_split_limits);
     suite_add_tcase(s, tc);
     tc = tcase_create("pool");
     tcase_add_test(tc, test_pool_attach_rules);

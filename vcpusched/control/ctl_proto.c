@@ -15,13 +15,11 @@
 
 #include <json-c/json.h>
 
+#include "common/names.h"
 #include "ctl_proto.h"
 
 #define CTL_PID_MAX    4194304 /* the kernel's PID_MAX_LIMIT: no thread id is larger */
 #define CTL_ESCAPE_MAX 40      /* bytes of outside text quoted in a message */
-
-#define NAME_CHARS "[A-Za-z0-9_.:+@-]"
-#define KEY_CHARS  "[a-z0-9_]"
 
 enum charset {
     CS_NAME, /* domain, pool and libvirt names */
@@ -63,8 +61,9 @@ static const struct ctl_errno_entry {
 };
 
 static const char *const cmd_names[] = {
-    [CTL_VERSION] = "version", [CTL_ATTACH] = "attach", [CTL_DETACH] = "detach", [CTL_SET] = "set",
-    [CTL_LIST] = "list",       [CTL_STATS] = "stats",   [CTL_POOL] = "pool",
+    [CTL_VERSION] = "version", [CTL_ATTACH] = "attach", [CTL_DETACH] = "detach",
+    [CTL_SET] = "set",         [CTL_LIST] = "list",     [CTL_STATS] = "stats",
+    [CTL_POOL] = "pool",       [CTL_HELP] = "help",
 };
 
 static const char *const pool_op_names[] = {
@@ -112,6 +111,7 @@ ctl_request_is_readonly(const struct ctl_request *req)
     case CTL_VERSION:
     case CTL_LIST:
     case CTL_STATS:
+    case CTL_HELP:
         return true;
     case CTL_POOL:
         return req->pool_op == CTL_POOL_LIST;
@@ -263,10 +263,9 @@ char_ok(enum charset cs, unsigned char c)
 {
     switch (cs) {
     case CS_NAME:
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               strchr("_.:+@-", c) != NULL;
+        return names_char_ok(c);
     case CS_KEY:
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        return names_key_char_ok(c);
     case CS_TEXT:
         return c >= 0x20 && c != 0x7f;
     }
@@ -276,7 +275,7 @@ char_ok(enum charset cs, unsigned char c)
 static const char *
 charset_desc(enum charset cs)
 {
-    return cs == CS_NAME ? NAME_CHARS : cs == CS_KEY ? KEY_CHARS : "printable characters";
+    return cs == CS_NAME ? NAMES_CHARS : cs == CS_KEY ? NAMES_KEY_CHARS : "printable characters";
 }
 
 /*
@@ -367,30 +366,30 @@ static int
 parse_params(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
 {
     struct json_object *p;
-    char field[CTL_PARAM_KEY_SIZE + 16], esc[ESCBUF];
+    char field[VS_KEY_SIZE + 16], esc[ESCBUF];
     int r;
 
     if (!json_object_object_get_ex(args, "params", &p))
         return 0;
     if (!json_object_is_type(p, json_type_object))
         return fail(err, errlen, -EINVAL, "params: must be an object");
-    if (json_object_object_length(p) > CTL_PARAMS_MAX)
-        return fail(err, errlen, -E2BIG, "params: more than %d keys", CTL_PARAMS_MAX);
+    if (json_object_object_length(p) > VS_PARAMS_MAX)
+        return fail(err, errlen, -E2BIG, "params: more than %d keys", VS_PARAMS_MAX);
     json_object_object_foreach(p, key, val)
     {
         size_t i = req->nr_params, klen = strlen(key);
 
-        if (klen == 0 || klen >= CTL_PARAM_KEY_SIZE)
+        if (klen == 0 || klen >= VS_KEY_SIZE)
             return fail(err, errlen, -EINVAL, "params: key \"%s\" is not 1..%d bytes",
-                        escape(key, klen, esc, sizeof(esc)), CTL_PARAM_KEY_SIZE - 1);
+                        escape(key, klen, esc, sizeof(esc)), VS_KEY_SIZE - 1);
         for (size_t k = 0; k < klen; k++)
             if (!char_ok(CS_KEY, (unsigned char)key[k]))
                 return fail(err, errlen, -EINVAL,
-                            "params: key \"%s\" has a character outside " KEY_CHARS,
+                            "params: key \"%s\" has a character outside " NAMES_KEY_CHARS,
                             escape(key, klen, esc, sizeof(esc)));
         memcpy(req->param_keys[i], key, klen + 1);
         snprintf(field, sizeof(field), "params.%s", key);
-        r = copy_string(val, field, CS_TEXT, req->param_vals[i], CTL_PARAM_VAL_SIZE, err, errlen);
+        r = copy_string(val, field, CS_TEXT, req->param_vals[i], VS_VALUE_SIZE, err, errlen);
         if (r < 0)
             return r;
         req->params[i].key = req->param_keys[i];
@@ -411,7 +410,7 @@ pid_cmp(const void *a, const void *b)
 static int
 parse_tids(struct json_object *v, struct ctl_request *req, char *err, size_t errlen)
 {
-    pid_t sorted[CTL_TIDS_MAX];
+    pid_t sorted[VS_THREADS_MAX];
     char field[32];
     size_t n;
     int64_t x;
@@ -422,8 +421,8 @@ parse_tids(struct json_object *v, struct ctl_request *req, char *err, size_t err
     n = json_object_array_length(v);
     if (n == 0)
         return fail(err, errlen, -EINVAL, "tids: must not be empty");
-    if (n > CTL_TIDS_MAX)
-        return fail(err, errlen, -E2BIG, "tids: more than %d threads", CTL_TIDS_MAX);
+    if (n > VS_THREADS_MAX)
+        return fail(err, errlen, -E2BIG, "tids: more than %d threads", VS_THREADS_MAX);
     for (size_t i = 0; i < n; i++) {
         snprintf(field, sizeof(field), "tids[%zu]", i);
         r = get_int(json_object_array_get_idx(v, i), field, 1, CTL_PID_MAX, &x, err, errlen);
@@ -471,8 +470,8 @@ parse_attach(struct json_object *args, struct ctl_request *req, char *err, size_
     int64_t pid;
     int r;
 
-    if ((r = get_string(args, "name", true, CS_NAME, req->name, CTL_NAME_SIZE, err, errlen)) < 0 ||
-        (r = get_string(args, "pool", false, CS_NAME, req->pool, CTL_NAME_SIZE, err, errlen)) < 0 ||
+    if ((r = get_string(args, "name", true, CS_NAME, req->name, VS_NAME_SIZE, err, errlen)) < 0 ||
+        (r = get_string(args, "pool", false, CS_NAME, req->pool, VS_NAME_SIZE, err, errlen)) < 0 ||
         (r = attach_target(args, &req->target, err, errlen)) < 0)
         return r;
     switch (req->target) {
@@ -491,7 +490,7 @@ parse_attach(struct json_object *args, struct ctl_request *req, char *err, size_
             r = fail(err, errlen, -EINVAL, "qmp: must be an absolute path");
         break;
     case CTL_TARGET_LIBVIRT:
-        r = get_string(args, "libvirt", true, CS_NAME, req->libvirt, CTL_NAME_SIZE, err, errlen);
+        r = get_string(args, "libvirt", true, CS_NAME, req->libvirt, VS_NAME_SIZE, err, errlen);
         break;
     case CTL_TARGET_NONE:
         break;
@@ -502,7 +501,7 @@ parse_attach(struct json_object *args, struct ctl_request *req, char *err, size_
 static int
 parse_name_only(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
 {
-    return get_string(args, "name", true, CS_NAME, req->name, CTL_NAME_SIZE, err, errlen);
+    return get_string(args, "name", true, CS_NAME, req->name, VS_NAME_SIZE, err, errlen);
 }
 
 static int
@@ -523,16 +522,16 @@ static int
 parse_cpus(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
 {
     char msg[CTL_ERRLEN];
-    int cpus[POLICY_MAX_CPUS];
-    unsigned int n;
     int r;
 
     r = get_string(args, "cpus", true, CS_TEXT, req->cpus, CTL_CPUS_SIZE, err, errlen);
     if (r < 0)
         return r;
-    r = ctl_cpulist_parse(req->cpus, cpus, POLICY_MAX_CPUS, &n, msg, sizeof(msg));
+    r = cpulist_parse(req->cpus, &req->cpuset, msg, sizeof(msg));
     if (r < 0)
-        return fail(err, errlen, r, "cpus: %s", msg);
+        return fail(err, errlen, -EINVAL, "cpus: %s", msg);
+    if (cpuset_empty(&req->cpuset))
+        return fail(err, errlen, -EINVAL, "cpus: an empty list");
     return 0;
 }
 
@@ -576,13 +575,13 @@ parse_pool(struct json_object *args, struct ctl_request *req, char *err, size_t 
         return r;
     if (req->pool_op == CTL_POOL_LIST)
         return 0;
-    r = get_string(args, "name", true, CS_NAME, req->name, CTL_NAME_SIZE, err, errlen);
+    r = get_string(args, "name", true, CS_NAME, req->name, VS_NAME_SIZE, err, errlen);
     if (r < 0 || req->pool_op == CTL_POOL_DESTROY)
         return r;
     create = req->pool_op == CTL_POOL_CREATE;
     if ((create && (r = parse_cpus(args, req, err, errlen)) < 0) ||
-        (r = get_string(args, "policy", create, CS_KEY, req->policy, CTL_POLICY_SIZE, err,
-                        errlen)) < 0 ||
+        (r = get_string(args, "policy", create, CS_KEY, req->policy, VS_KEY_SIZE, err, errlen)) <
+            0 ||
         (r = parse_params(args, req, err, errlen)) < 0)
         return r;
     if (!create && req->policy[0] == '\0' && req->nr_params == 0)
@@ -597,15 +596,24 @@ static const char *const attach_keys[] = {"name",    "pid",  "tids",   "qmp",
                                           "libvirt", "pool", "params", NULL};
 static const char *const name_keys[] = {"name", NULL};
 static const char *const set_keys[] = {"name", "params", NULL};
+static const char *const help_keys[] = {"policy", NULL};
+
+static int
+parse_help(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
+{
+    return get_string(args, "policy", false, CS_KEY, req->policy, VS_KEY_SIZE, err, errlen);
+}
 
 /*
  * What each command accepts. `keys` NULL: args checked by `parse` itself
  * (pool, whose keys depend on its op). `parse` NULL: the command takes no
- * arguments, and `args` may be omitted.
+ * arguments. `args` may be omitted when the command takes none or when
+ * every one is optional.
  */
 static const struct ctl_cmd_desc {
     const char *const *keys;
     int (*parse)(struct json_object *args, struct ctl_request *req, char *err, size_t errlen);
+    bool args_optional;
 } cmds[] = {
     [CTL_VERSION] = {no_keys, NULL},
     [CTL_ATTACH] = {attach_keys, parse_attach},
@@ -614,6 +622,7 @@ static const struct ctl_cmd_desc {
     [CTL_LIST] = {no_keys, NULL},
     [CTL_STATS] = {no_keys, NULL},
     [CTL_POOL] = {NULL, parse_pool},
+    [CTL_HELP] = {help_keys, parse_help, true},
 };
 
 static int
@@ -670,7 +679,7 @@ parse_request(struct json_object *o, struct ctl_request *req, char *err, size_t 
         return r;
     d = &cmds[req->cmd];
     have_args = json_object_object_get_ex(o, "args", &args);
-    if (!have_args && d->parse != NULL)
+    if (!have_args && d->parse != NULL && !d->args_optional)
         return fail(err, errlen, -EINVAL, "args: missing");
     if (!have_args)
         return 0;
@@ -707,14 +716,14 @@ ctl_request_add_param(struct ctl_request *req, const char *key, const char *val,
     size_t i = req->nr_params, klen = strlen(key), vlen = strlen(val);
     char esc[ESCBUF];
 
-    if (i >= CTL_PARAMS_MAX)
-        return fail(err, errlen, -E2BIG, "params: more than %d keys", CTL_PARAMS_MAX);
-    if (klen >= CTL_PARAM_KEY_SIZE)
+    if (i >= VS_PARAMS_MAX)
+        return fail(err, errlen, -E2BIG, "params: more than %d keys", VS_PARAMS_MAX);
+    if (klen >= VS_KEY_SIZE)
         return fail(err, errlen, -EINVAL, "params: key \"%s\" is not 1..%d bytes",
-                    escape(key, klen, esc, sizeof(esc)), CTL_PARAM_KEY_SIZE - 1);
-    if (vlen >= CTL_PARAM_VAL_SIZE)
+                    escape(key, klen, esc, sizeof(esc)), VS_KEY_SIZE - 1);
+    if (vlen >= VS_VALUE_SIZE)
         return fail(err, errlen, -EINVAL, "params.%s: longer than %d bytes",
-                    escape(key, klen, esc, sizeof(esc)), CTL_PARAM_VAL_SIZE - 1);
+                    escape(key, klen, esc, sizeof(esc)), VS_VALUE_SIZE - 1);
     memcpy(req->param_keys[i], key, klen + 1);
     memcpy(req->param_vals[i], val, vlen + 1);
     req->params[i].key = req->param_keys[i];
@@ -762,7 +771,7 @@ add_params(struct json_object *args, const struct ctl_request *req)
     if (req->nr_params == 0)
         return;
     p = json_object_new_object();
-    for (size_t i = 0; i < req->nr_params && i < CTL_PARAMS_MAX; i++)
+    for (size_t i = 0; i < req->nr_params && i < VS_PARAMS_MAX; i++)
         json_object_object_add(p, req->params[i].key, json_object_new_string(req->params[i].val));
     json_object_object_add(args, "params", p);
 }
@@ -778,7 +787,7 @@ add_target(struct json_object *args, const struct ctl_request *req)
         break;
     case CTL_TARGET_TIDS:
         a = json_object_new_array();
-        for (unsigned int i = 0; i < req->nr_tids && i < CTL_TIDS_MAX; i++)
+        for (unsigned int i = 0; i < req->nr_tids && i < VS_THREADS_MAX; i++)
             json_object_array_add(a, json_object_new_int(req->tids[i]));
         json_object_object_add(args, "tids", a);
         break;
@@ -817,6 +826,9 @@ format_args(const struct ctl_request *req)
         add_str(args, "cpus", req->cpus);
         add_str(args, "policy", req->policy);
         add_params(args, req);
+        break;
+    case CTL_HELP:
+        add_str(args, "policy", req->policy);
         break;
     default:
         json_object_put(args);
@@ -928,66 +940,4 @@ ctl_response_parse(const char *line, size_t len, struct json_object **result, in
     }
     json_object_put(o);
     return r;
-}
-
-/* --- CPU lists. --- */
-
-static int
-cpu_number(const char **p, int *out, char *err, size_t errlen)
-{
-    long x = 0;
-
-    char esc[ESCBUF];
-
-    if (**p < '0' || **p > '9')
-        return fail(err, errlen, -EINVAL, "expected a CPU number at \"%s\"",
-                    escape(*p, strlen(*p), esc, sizeof(esc)));
-    while (**p >= '0' && **p <= '9') {
-        x = x * 10 + (**p - '0');
-        if (x >= CTL_CPU_LIMIT)
-            return fail(err, errlen, -EINVAL, "CPU numbers stop at %d", CTL_CPU_LIMIT - 1);
-        (*p)++;
-    }
-    *out = (int)x;
-    return 0;
-}
-
-int
-ctl_cpulist_parse(const char *s, int *cpus, unsigned int max, unsigned int *n, char *err,
-                  size_t errlen)
-{
-    uint64_t seen[CTL_CPU_LIMIT / 64] = {0};
-    char esc[ESCBUF];
-    const char *p = s;
-    int lo, hi, r;
-
-    *n = 0;
-    do {
-        if ((r = cpu_number(&p, &lo, err, errlen)) < 0)
-            return r;
-        hi = lo;
-        if (*p == '-') {
-            p++;
-            if ((r = cpu_number(&p, &hi, err, errlen)) < 0)
-                return r;
-            if (hi < lo)
-                return fail(err, errlen, -EINVAL, "range %d-%d is descending", lo, hi);
-        }
-        for (int c = lo; c <= hi; c++) {
-            if (seen[c / 64] & (1ULL << (c % 64)))
-                return fail(err, errlen, -EINVAL, "CPU %d given twice", c);
-            seen[c / 64] |= 1ULL << (c % 64);
-        }
-    } while (*p++ == ',');
-    if (p[-1] != '\0')
-        return fail(err, errlen, -EINVAL, "unexpected \"%s\"",
-                    escape(p - 1, strlen(p - 1), esc, sizeof(esc)));
-    for (int c = 0; c < CTL_CPU_LIMIT; c++) {
-        if (!(seen[c / 64] & (1ULL << (c % 64))))
-            continue;
-        if (*n == max)
-            return fail(err, errlen, -E2BIG, "more than %u CPUs", max);
-        cpus[(*n)++] = c;
-    }
-    return 0;
 }

@@ -12,23 +12,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "policy/policy.h"
+#include "common/cpuset.h"
+#include "common/kv.h"
+#include "common/limits.h"
 
 struct json_object;
 
 #define CTL_PROTO_VERSION 1
 
-#define CTL_LINE_MAX       65536              /* request line, newline included (protocol.md) */
-#define CTL_REPLY_MAX      (16 * 1024 * 1024) /* response line: a list of many big VMs */
-#define CTL_NAME_SIZE      64                 /* domain/pool/libvirt names: 1..63 bytes */
-#define CTL_POLICY_SIZE    32                 /* policy names: 1..31 bytes of [a-z0-9_] */
-#define CTL_CPUS_SIZE      256                /* kernel CPU list text */
-#define CTL_TIDS_MAX       1024               /* threads per attach: far above any VM's vCPUs */
-#define CTL_QMP_SIZE       108                /* sizeof(sun_path): the QMP socket path must fit */
-#define CTL_PARAMS_MAX     POLICY_MAX_PARAMS  /* a schema has no more keys than this */
-#define CTL_PARAM_KEY_SIZE 32                 /* keys: 1..31 bytes of [a-z0-9_] */
-#define CTL_PARAM_VAL_SIZE 2048               /* values: 1..2047 bytes, e.g. a long table= spec */
-#define CTL_ERRLEN         256 /* a message buffer large enough for every codec message */
+#define CTL_LINE_MAX  65536              /* request line, newline included (protocol.md) */
+#define CTL_REPLY_MAX (16 * 1024 * 1024) /* response line: a list of many big VMs */
+#define CTL_CPUS_SIZE CPULIST_TEXT_MAX   /* kernel CPU list text */
+#define CTL_QMP_SIZE  108                /* sizeof(sun_path): the QMP socket path must fit */
+#define CTL_ERRLEN    256                /* a message buffer large enough for every codec message */
 
 enum ctl_cmd {
     CTL_VERSION,
@@ -38,6 +34,7 @@ enum ctl_cmd {
     CTL_LIST,
     CTL_STATS,
     CTL_POOL,
+    CTL_HELP,
 };
 
 enum ctl_pool_op {
@@ -72,6 +69,7 @@ enum ctl_target {
  *   pool create  name, cpus, policy, params
  *   pool set     name, policy ("" = keep), params (policy or params given)
  *   pool destroy name
+ *   help         policy ("" = every policy)
  *
  * params[i].key/val point into param_keys/param_vals after a parse, so a
  * request must not be copied by assignment. ctl_request_format only reads
@@ -80,20 +78,21 @@ enum ctl_target {
 struct ctl_request {
     enum ctl_cmd cmd;
     enum ctl_pool_op pool_op;
-    char name[CTL_NAME_SIZE];
-    char pool[CTL_NAME_SIZE];
-    char policy[CTL_POLICY_SIZE];
+    char name[VS_NAME_SIZE];
+    char pool[VS_NAME_SIZE];
+    char policy[VS_KEY_SIZE];
     char cpus[CTL_CPUS_SIZE];
+    struct cpuset cpuset; /* cpus, parsed */
     enum ctl_target target;
     pid_t pid;
-    pid_t tids[CTL_TIDS_MAX];
+    pid_t tids[VS_THREADS_MAX];
     unsigned int nr_tids;
     char qmp[CTL_QMP_SIZE];
-    char libvirt[CTL_NAME_SIZE];
-    struct policy_kv params[CTL_PARAMS_MAX];
+    char libvirt[VS_NAME_SIZE];
+    struct kv params[VS_PARAMS_MAX];
     size_t nr_params;
-    char param_keys[CTL_PARAMS_MAX][CTL_PARAM_KEY_SIZE];
-    char param_vals[CTL_PARAMS_MAX][CTL_PARAM_VAL_SIZE];
+    char param_keys[VS_PARAMS_MAX][VS_KEY_SIZE];
+    char param_vals[VS_PARAMS_MAX][VS_VALUE_SIZE];
 };
 
 /*
@@ -117,7 +116,7 @@ char *ctl_request_format(const struct ctl_request *req);
 /*
  * Append a parameter to a request built by hand (the CLI's key=value
  * words, libvirt metadata), copying both strings into the request.
- * -E2BIG past CTL_PARAMS_MAX, -EINVAL if the key or value does not fit;
+ * -E2BIG past VS_PARAMS_MAX, -EINVAL if the key or value does not fit;
  * the full checks happen when the formatted line is parsed.
  */
 int ctl_request_add_param(struct ctl_request *req, const char *key, const char *val, char *err,
@@ -129,7 +128,7 @@ const char *ctl_pool_op_name(enum ctl_pool_op op);
 /* "pool create" style name of the request for messages. */
 const char *ctl_request_name(const struct ctl_request *req);
 
-/* True for the commands any local user may run (version, list, stats, pool list). */
+/* True for the commands any local user may run (version, list, stats, pool list, help). */
 bool ctl_request_is_readonly(const struct ctl_request *req);
 
 /*
@@ -154,14 +153,5 @@ int ctl_response_parse(const char *line, size_t len, struct json_object **result
 const char *ctl_errno_name(int errnum);
 /* EINVAL for "EINVAL"; 0 for an unknown name. */
 int ctl_errno_value(const char *name);
-
-/*
- * Expand a kernel CPU list ("1", "1-3", "1,3,5-7") into ascending host CPU
- * numbers cpus[0..*n). Refuses bad syntax, descending ranges, overlaps,
- * CPUs >= CTL_CPU_LIMIT and more than `max` CPUs (-E2BIG).
- */
-#define CTL_CPU_LIMIT 8192 /* the kernel's largest NR_CPUS */
-int ctl_cpulist_parse(const char *s, int *cpus, unsigned int max, unsigned int *n, char *err,
-                      size_t errlen);
 
 #endif /* VCPUSCHED_CTL_PROTO_H */

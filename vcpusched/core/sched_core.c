@@ -18,8 +18,6 @@
 
 #include "sched_priv.h"
 
-#define SCHED_MAX_THREADS_PER_DOM 1024
-
 void
 sched_pool_lock(struct sched_pool *sp)
 {
@@ -148,7 +146,7 @@ pool_fds(struct sched_pool *sp, char *err, size_t errlen)
 
 int
 sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cpus,
-                  unsigned int nr_cpus, const char *policy, const struct policy_kv *kv, size_t n,
+                  unsigned int nr_cpus, const char *policy, const struct kv *kv, size_t n,
                   char *err, size_t errlen)
 {
     pthread_mutexattr_t ma;
@@ -213,8 +211,8 @@ out:
 }
 
 int
-sched_pool_set(struct sched *s, const char *name, const char *policy, const struct policy_kv *kv,
-               size_t n, char *err, size_t errlen)
+sched_pool_set(struct sched *s, const char *name, const char *policy, const struct kv *kv, size_t n,
+               char *err, size_t errlen)
 {
     struct sched_pool *sp;
     char perr[POLICY_ERRLEN];
@@ -383,10 +381,10 @@ dom_unschedule(struct sched_pool *sp, struct sched_dom *d)
 
 int
 sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
-             unsigned int n, const struct policy_kv *kv, size_t nkv, const char *source, char *err,
+             unsigned int n, const struct kv *kv, size_t nkv, const char *source, char *err,
              size_t errlen)
 {
-    uint64_t aff[SCHED_MAX_THREADS_PER_DOM];
+    uint64_t aff[VS_THREADS_MAX];
     char perr[POLICY_ERRLEN];
     struct sched_dom *d;
     struct sched_pool *sp;
@@ -405,8 +403,8 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
         goto out;
     }
     r = -EINVAL;
-    if (n == 0 || n > SCHED_MAX_THREADS_PER_DOM) {
-        snprintf(err, errlen, "1..%d threads per domain, not %u", SCHED_MAX_THREADS_PER_DOM, n);
+    if (n == 0 || n > VS_THREADS_MAX) {
+        snprintf(err, errlen, "1..%d threads per domain, not %u", VS_THREADS_MAX, n);
         goto out;
     }
     r = -ENOMEM;
@@ -481,7 +479,7 @@ sched_detach(struct sched *s, const char *name, char *err, size_t errlen)
 }
 
 int
-sched_set(struct sched *s, const char *name, const struct policy_kv *kv, size_t n, char *err,
+sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char *err,
           size_t errlen)
 {
     char perr[POLICY_ERRLEN];

@@ -47,11 +47,11 @@ void sched_destroy(struct sched *s);
  * dispatchers start with the pool.
  */
 int sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cpus,
-                      unsigned int nr_cpus, const char *policy, const struct policy_kv *kv,
-                      size_t n, char *err, size_t errlen);
+                      unsigned int nr_cpus, const char *policy, const struct kv *kv, size_t n,
+                      char *err, size_t errlen);
 /* policy != NULL: switch policy (kv are its pool parameters); else set kv. */
-int sched_pool_set(struct sched *s, const char *name, const char *policy,
-                   const struct policy_kv *kv, size_t n, char *err, size_t errlen);
+int sched_pool_set(struct sched *s, const char *name, const char *policy, const struct kv *kv,
+                   size_t n, char *err, size_t errlen);
 int sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen);
 /* True if the host CPU belongs to a pool. */
 bool sched_cpu_is_managed(const struct sched *s, int cpu);
@@ -62,10 +62,10 @@ bool sched_cpu_is_managed(const struct sched *s, int cpu);
  * "tids", "qmp", "libvirt"), for `list`.
  */
 int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
-                 unsigned int n, const struct policy_kv *kv, size_t nkv, const char *source,
-                 char *err, size_t errlen);
+                 unsigned int n, const struct kv *kv, size_t nkv, const char *source, char *err,
+                 size_t errlen);
 int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
-int sched_set(struct sched *s, const char *name, const struct policy_kv *kv, size_t n, char *err,
+int sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char *err,
               size_t errlen);
 /* Detach domains whose threads have all exited. Returns how many. */
 int sched_reap(struct sched *s);
@@ -80,5 +80,7 @@ struct json_object *sched_json_domain(struct sched *s, const char *name);
 struct json_object *sched_json_list(struct sched *s);
 struct json_object *sched_json_stats(struct sched *s);
 struct json_object *sched_json_pools(struct sched *s);
+/* Every policy (name NULL) or one with its parameter schemas; NULL if unknown. */
+struct json_object *sched_json_policies(const char *name);
 
 #endif /* VCPUSCHED_SCHED_CORE_H */

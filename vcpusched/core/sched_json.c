@@ -227,3 +227,52 @@ sched_json_stats(struct sched *s)
     json_object_object_add(o, "managed_threads", json_object_new_int(statefile_count(s->sf)));
     return o;
 }
+
+/* One schema as [{name, type, min, max, default, help}]. */
+static struct json_object *
+schema_json(const struct policy_param *schema)
+{
+    static const char *const types[] = {
+        [POLICY_PARAM_INT] = "int", [POLICY_PARAM_BOOL] = "bool", [POLICY_PARAM_STR] = "string"};
+    struct json_object *arr = json_object_new_array();
+
+    for (size_t i = 0; schema != NULL && schema[i].name != NULL; i++) {
+        const struct policy_param *p = &schema[i];
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "name", json_object_new_string(p->name));
+        json_object_object_add(o, "type", json_object_new_string(types[p->type]));
+        json_object_object_add(o, "min", json_object_new_int64(p->min));
+        json_object_object_add(o, "max", json_object_new_int64(p->max));
+        json_object_object_add(o, "default", json_object_new_int64(p->def));
+        json_object_object_add(o, "help", json_object_new_string(p->help ? p->help : ""));
+        json_object_array_add(arr, o);
+    }
+    return arr;
+}
+
+struct json_object *
+sched_json_policies(const char *name)
+{
+    const struct policy_ops *const *all = policy_all();
+    struct json_object *o, *arr = json_object_new_array();
+
+    for (size_t i = 0; all[i] != NULL; i++) {
+        if (name != NULL && strcmp(all[i]->name, name) != 0)
+            continue;
+        o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(all[i]->name));
+        json_object_object_add(o, "summary",
+                               json_object_new_string(all[i]->summary ? all[i]->summary : ""));
+        json_object_object_add(o, "pool_params", schema_json(all[i]->pool_params));
+        json_object_object_add(o, "dom_params", schema_json(all[i]->dom_params));
+        json_object_array_add(arr, o);
+    }
+    if (json_object_array_length(arr) == 0) {
+        json_object_put(arr);
+        return NULL;
+    }
+    o = json_object_new_object();
+    json_object_object_add(o, "policies", arr);
+    return o;
+}

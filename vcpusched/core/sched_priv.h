@@ -45,7 +45,7 @@ struct sched_thread {
 };
 
 struct sched_dom {
-    char name[POOL_NAME_MAX];
+    char name[VS_NAME_SIZE];
     char source[16];
     pid_t pid;
     struct sched_pool *sp;

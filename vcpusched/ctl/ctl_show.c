@@ -13,7 +13,6 @@
 
 #include "ctl_columns.h"
 #include "ctl_show.h"
-#include "policy/policy.h"
 
 #define SHOW_FIELD_MAX 64 /* a formatted number, time or short name */
 
@@ -25,6 +24,24 @@ jget(struct json_object *o, const char *key)
     if (o == NULL || !json_object_object_get_ex(o, key, &v))
         return NULL;
     return v;
+}
+
+/* A string member, or "" when missing or not a string. */
+static const char *
+jstr(struct json_object *o, const char *key)
+{
+    struct json_object *v = jget(o, key);
+
+    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+/* An integer member, or 0 when missing or not an integer. */
+static int64_t
+jint(struct json_object *o, const char *key)
+{
+    struct json_object *v = jget(o, key);
+
+    return v != NULL && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
 }
 
 /* 123ns, 4.50us, 123.46ms, 5.00s: a duration a human can compare at a glance. */
@@ -357,65 +374,61 @@ ctl_show_pools(FILE *f, struct json_object *result)
 
 /* --- help --- */
 
+/* One parameter: {name, type, min, max, default, help} (docs/protocol.md). */
 static void
-schema_row(struct ctl_columns *t, const struct policy_param *p)
+schema_row(struct ctl_columns *t, struct json_object *p)
 {
+    const char *type = jstr(p, "type");
+
     ctl_columns_row(t);
-    ctl_columns_cell(t, "%s", p->name);
-    switch (p->type) {
-    case POLICY_PARAM_INT:
-        ctl_columns_cell(t, "int");
-        ctl_columns_cell(t, "%" PRId64 "..%" PRId64, p->min, p->max);
-        ctl_columns_cell(t, "%" PRId64, p->def);
-        break;
-    case POLICY_PARAM_BOOL:
-        ctl_columns_cell(t, "bool");
+    ctl_columns_cell(t, "%s", jstr(p, "name"));
+    ctl_columns_cell(t, "%s", type);
+    if (strcmp(type, "int") == 0) {
+        ctl_columns_cell(t, "%" PRId64 "..%" PRId64, jint(p, "min"), jint(p, "max"));
+        ctl_columns_cell(t, "%" PRId64, jint(p, "default"));
+    } else if (strcmp(type, "bool") == 0) {
         ctl_columns_cell(t, "on/off");
-        ctl_columns_cell(t, "%s", p->def ? "on" : "off");
-        break;
-    case POLICY_PARAM_STR:
-        ctl_columns_cell(t, "string");
-        ctl_columns_cell(t, "1..%" PRId64 " chars", p->max);
+        ctl_columns_cell(t, "%s", jint(p, "default") ? "on" : "off");
+    } else {
+        ctl_columns_cell(t, "1..%" PRId64 " chars", jint(p, "max"));
         ctl_columns_cell(t, "-");
-        break;
     }
-    ctl_columns_cell(t, "%s", p->help != NULL ? p->help : "");
+    ctl_columns_cell(t, "%s", jstr(p, "help"));
 }
 
 static int
-show_schema(FILE *f, const char *what, const struct policy_param *schema)
+show_schema(FILE *f, const char *what, struct json_object *schema)
 {
     struct ctl_columns t;
     int r;
 
-    if (schema == NULL || schema[0].name == NULL) {
+    if (schema == NULL || json_object_array_length(schema) == 0) {
         fprintf(f, "  %s parameters: none\n", what);
         return 0;
     }
     fprintf(f, "  %s parameters:\n", what);
     ctl_columns_init(&t, "NAME TYPE RANGE DEFAULT DESCRIPTION");
-    for (size_t i = 0; schema[i].name != NULL; i++)
-        schema_row(&t, &schema[i]);
+    for (size_t i = 0; i < json_object_array_length(schema); i++)
+        schema_row(&t, json_object_array_get_idx(schema, i));
     r = ctl_columns_print(&t, f, "    ");
     ctl_columns_free(&t);
     return r;
 }
 
 int
-ctl_show_policies(FILE *f, const char *name)
+ctl_show_policies(FILE *f, struct json_object *result)
 {
-    const struct policy_ops *const *all = policy_all();
-    bool found = false;
+    struct json_object *all = jarray(result, "policies");
     int r = 0;
 
-    for (size_t i = 0; all[i] != NULL; i++) {
-        if (name != NULL && strcmp(all[i]->name, name) != 0)
-            continue;
-        fprintf(f, "%s%s: %s\n", found ? "\n" : "", all[i]->name,
-                all[i]->summary != NULL ? all[i]->summary : "");
-        r |= show_schema(f, "pool", all[i]->pool_params);
-        r |= show_schema(f, "domain", all[i]->dom_params);
-        found = true;
+    if (all == NULL)
+        return -EPROTO;
+    for (size_t i = 0; i < json_object_array_length(all); i++) {
+        struct json_object *p = json_object_array_get_idx(all, i);
+
+        fprintf(f, "%s%s: %s\n", i > 0 ? "\n" : "", jstr(p, "name"), jstr(p, "summary"));
+        r |= show_schema(f, "pool", jarray(p, "pool_params"));
+        r |= show_schema(f, "domain", jarray(p, "dom_params"));
     }
-    return !found ? -ENOENT : r;
+    return r;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * ctl_show.h - vcpuschedctl's tables for the results of docs/protocol.md
- * (list, stats, pool list) and the built-in policies' parameter schemas.
+ * (list, stats, pool list) and the policies' parameter schemas (help).
  * A field missing from a result shows as "-": an older or newer daemon
  * still gets a readable table.
  */
@@ -20,7 +20,7 @@ int ctl_show_domain(FILE *f, struct json_object *dom);
 int ctl_show_stats(FILE *f, struct json_object *result);
 /* `pool list`: {"pools": [...]}. */
 int ctl_show_pools(FILE *f, struct json_object *result);
-/* `help [POLICY]`: every policy (name NULL) or one; -ENOENT if unknown. */
-int ctl_show_policies(FILE *f, const char *name);
+/* `help [POLICY]`: {"policies": [{name, summary, pool_params, dom_params}]}. */
+int ctl_show_policies(FILE *f, struct json_object *result);
 
 #endif /* VCPUSCHED_CTL_SHOW_H */

@@ -19,12 +19,9 @@
 #include <json-c/json.h>
 
 #include "control/ctl_client.h"
+#include "common/version.h"
 #include "control/ctl_proto.h"
 #include "ctl_show.h"
-
-#ifndef VCPUSCHED_VERSION
-#define VCPUSCHED_VERSION "unknown"
-#endif
 
 #define EXIT_REPLY       1 /* the daemon answered with an error */
 #define EXIT_USAGE       2 /* the command line is wrong */
@@ -58,6 +55,7 @@ static int build_attach(struct ctl_opts *, int, char **);
 static int build_name(struct ctl_opts *, int, char **);
 static int build_set(struct ctl_opts *, int, char **);
 static int build_none(struct ctl_opts *, int, char **);
+static int build_help(struct ctl_opts *, int, char **);
 static int build_pool_words(struct ctl_opts *, int, char **);
 static int show_version(FILE *, struct json_object *);
 
@@ -77,7 +75,7 @@ static const struct ctl_command commands[] = {
      NULL},
     {"pool destroy", CTL_POOL, CTL_POOL_DESTROY, "NAME", build_name, NULL},
     {"version", CTL_VERSION, 0, "", build_none, show_version},
-    {"help", CTL_VERSION, 0, "[POLICY]", NULL, NULL}, /* local: no request */
+    {"help", CTL_HELP, 0, "[POLICY]", build_help, ctl_show_policies},
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -131,7 +129,7 @@ static int
 add_params(struct ctl_opts *o, int argc, char **argv,
            int (*take)(struct ctl_opts *, const char *, const char *))
 {
-    char err[CTL_ERRLEN], key[CTL_PARAM_KEY_SIZE];
+    char err[CTL_ERRLEN], key[VS_KEY_SIZE];
 
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
@@ -177,8 +175,8 @@ add_tids(struct ctl_request *req, char *list)
     char *save = NULL;
 
     for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (req->nr_tids == CTL_TIDS_MAX)
-            return bad("attach: --tid: more than %d threads", CTL_TIDS_MAX);
+        if (req->nr_tids == VS_THREADS_MAX)
+            return bad("attach: --tid: more than %d threads", VS_THREADS_MAX);
         if (parse_pid(t, &req->tids[req->nr_tids]) < 0)
             return bad("attach: --tid: '%s' is not a thread id", t);
         req->nr_tids++;
@@ -282,6 +280,26 @@ build_none(struct ctl_opts *o, int argc, char **argv)
 }
 
 /* detach NAME, pool destroy NAME */
+/*
+ * help [POLICY]: the usage, then the daemon's policies and their
+ * parameters (the daemon knows them; this program links no policy).
+ */
+static int
+build_help(struct ctl_opts *o, int argc, char **argv)
+{
+    int r = command_options(o, argc, argv, false);
+
+    if (r == 0 && argc - optind > 1)
+        r = usage_of(o->cmd);
+    if (r != 0)
+        return r;
+    if (argc - optind == 1)
+        return copy_word(o->req->policy, VS_KEY_SIZE, argv[optind], "policy");
+    usage(stdout);
+    printf("\npolicies:\n");
+    return 0;
+}
+
 static int
 build_name(struct ctl_opts *o, int argc, char **argv)
 {
@@ -289,7 +307,7 @@ build_name(struct ctl_opts *o, int argc, char **argv)
 
     if (r == 0 && argc - optind != 1)
         r = usage_of(o->cmd);
-    return r != 0 ? r : copy_word(o->req->name, CTL_NAME_SIZE, argv[optind], "name");
+    return r != 0 ? r : copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name");
 }
 
 static int
@@ -305,7 +323,7 @@ build_attach(struct ctl_opts *o, int argc, char **argv)
         bad("attach: give one of --pid, --tid, --qmp, --libvirt");
         return usage_of(o->cmd);
     }
-    if (copy_word(o->req->name, CTL_NAME_SIZE, argv[optind], "name") != 0)
+    if (copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name") != 0)
         return EXIT_USAGE;
     return add_params(o, argc - optind - 1, argv + optind + 1, NULL);
 }
@@ -318,7 +336,7 @@ build_set(struct ctl_opts *o, int argc, char **argv)
     if (r == 0 && argc - optind < 2)
         r = usage_of(o->cmd);
     if (r == 0)
-        r = copy_word(o->req->name, CTL_NAME_SIZE, argv[optind], "name");
+        r = copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name");
     return r != 0 ? r : add_params(o, argc - optind - 1, argv + optind + 1, NULL);
 }
 
@@ -327,7 +345,7 @@ static int
 take_pool_word(struct ctl_opts *o, const char *key, const char *val)
 {
     if (strcmp(key, "policy") == 0)
-        return copy_word(o->req->policy, CTL_POLICY_SIZE, val, "policy") != 0 ? -1 : 0;
+        return copy_word(o->req->policy, VS_KEY_SIZE, val, "policy") != 0 ? -1 : 0;
     if (strcmp(key, "cpus") == 0 && o->req->pool_op == CTL_POOL_CREATE)
         return copy_word(o->req->cpus, CTL_CPUS_SIZE, val, "cpus") != 0 ? -1 : 0;
     return 1;
@@ -341,7 +359,7 @@ build_pool_words(struct ctl_opts *o, int argc, char **argv)
     if (r == 0 && argc - optind < 1)
         r = usage_of(o->cmd);
     if (r == 0)
-        r = copy_word(o->req->name, CTL_NAME_SIZE, argv[optind], "name");
+        r = copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name");
     return r != 0 ? r : add_params(o, argc - optind - 1, argv + optind + 1, take_pool_word);
 }
 
@@ -375,7 +393,7 @@ static int
 request_check(struct ctl_opts *o, char **line)
 {
     struct ctl_request *parsed = malloc(sizeof(*parsed));
-    char err[CTL_ERRLEN], what[CTL_NAME_SIZE + 32];
+    char err[CTL_ERRLEN], what[VS_NAME_SIZE + 32];
     int r = -ENOMEM;
 
     *line = ctl_request_format(o->req);
@@ -410,7 +428,7 @@ static int
 run(struct ctl_opts *o)
 {
     const char *path = ctl_client_socket_path(o->socket), *reply;
-    char err[CTL_ERRLEN], what[CTL_NAME_SIZE + 32], *line;
+    char err[CTL_ERRLEN], what[VS_NAME_SIZE + 32], *line;
     struct json_object *result = NULL;
     struct ctl_client cl;
     int r, errnum = 0;
@@ -460,22 +478,6 @@ command_find(int argc, char **argv, int *words)
         }
     }
     return NULL;
-}
-
-static int
-help(int argc, char **argv)
-{
-    if (argc > 2)
-        return usage_of(&commands[NR_COMMANDS - 1]);
-    if (argc == 2) {
-        if (ctl_show_policies(stdout, argv[1]) == -ENOENT)
-            return bad("help: no policy '%s' (vcpuschedctl help lists them)", argv[1]);
-        return 0;
-    }
-    usage(stdout);
-    printf("\npolicies:\n");
-    ctl_show_policies(stdout, NULL);
-    return 0;
 }
 
 static int
@@ -533,8 +535,6 @@ main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (o.cmd->build == NULL)
-        return help(argc, argv);
     if (strcmp(o.cmd->name, "version") == 0)
         printf("vcpuschedctl %s\n", VCPUSCHED_VERSION);
     o.req = calloc(1, sizeof(*o.req));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "config.h"
 #include "host/statefile.h"
 
@@ -305,7 +306,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
             config_usage(argv[0]);
             return 1;
         case 'V':
-            printf("vcpuschedd 0.1.0\n");
+            printf("vcpuschedd %s\n", VCPUSCHED_VERSION);
             return 1;
         case 'c':
             break;

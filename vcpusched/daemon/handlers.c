@@ -17,8 +17,6 @@
 #include "common/log.h"
 #include "host/topology.h"
 
-#define MAX_TIDS 1024
-
 /* Resolve an attach request's target into a process and thread ids. */
 static int
 resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, pid_t *tids,
@@ -31,20 +29,21 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
     case CTL_TARGET_PID:
         *pid = req->pid;
         *source = "pid";
-        return discover_process(req->pid, tids, MAX_TIDS, n, err, errlen);
+        return discover_process(req->pid, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_TIDS:
         *source = "tids";
-        return discover_tids(pid, req->tids, req->nr_tids, tids, MAX_TIDS, n, err, errlen);
+        return discover_tids(pid, req->tids, req->nr_tids, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_QMP:
         *source = "qmp";
-        return discover_qmp(req->qmp, pid, tids, MAX_TIDS, n, err, errlen);
+        return discover_qmp(req->qmp, pid, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_LIBVIRT:
         *source = "libvirt";
         if (d->libvirt_vcpus == NULL) {
             snprintf(err, errlen, "libvirt support is not available in this daemon");
             return -EOPNOTSUPP;
         }
-        r = d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, MAX_TIDS, n, err, errlen);
+        r = d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, VS_THREADS_MAX, n, err,
+                             errlen);
         /* The status file may be stale (a thread id reused): check as for QMP. */
         return r < 0 ? r : discover_check_vcpus(*pid, tids, *n, err, errlen);
     default:
@@ -57,7 +56,7 @@ static int
 do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res, char *err,
           size_t errlen)
 {
-    pid_t tids[MAX_TIDS], pid;
+    pid_t tids[VS_THREADS_MAX], pid;
     const char *source = "";
     unsigned int n = 0;
     int r;
@@ -107,20 +106,20 @@ housekeeping_pin(const struct daemon_ctx *d)
 static void
 housekeeping_update(struct daemon_ctx *d, const cpu_set_t *was)
 {
-    int cpus[POLICY_MAX_CPUS];
-    unsigned int n = 0;
-    char list[256];
+    struct cpuset hk;
+    char list[CPULIST_TEXT_MAX];
 
+    cpuset_zero(&hk);
     for (int c = 0; c < CPU_SETSIZE; c++) {
         if (sched_cpu_is_managed(d->sched, c))
             CPU_CLR(c, &d->housekeeping);
         else if (CPU_ISSET(c, was))
             CPU_SET(c, &d->housekeeping);
-        if (CPU_ISSET(c, &d->housekeeping) && n < POLICY_MAX_CPUS)
-            cpus[n++] = c;
+        if (CPU_ISSET(c, &d->housekeeping))
+            cpuset_set(&hk, (unsigned int)c);
     }
     housekeeping_pin(d);
-    log_info("housekeeping cpus: %s", topology_format_cpulist(cpus, n, list, sizeof(list)));
+    log_info("housekeeping cpus: %s", cpulist_format(&hk, list, sizeof(list)));
 }
 
 static void
@@ -141,9 +140,12 @@ pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size
     unsigned int n;
     int r;
 
-    r = topology_parse_cpulist(req->cpus, hosts, POLICY_MAX_CPUS, &n, err, errlen);
-    if (r == 0)
-        r = topology_describe(hosts, n, cpus, err, errlen);
+    /* The codec has parsed and checked req->cpus into req->cpuset. */
+    if (cpuset_to_array(&req->cpuset, hosts, POLICY_MAX_CPUS, &n) < 0) {
+        snprintf(err, errlen, "cpus: a pool has at most %d", POLICY_MAX_CPUS);
+        return -E2BIG;
+    }
+    r = topology_describe(hosts, n, cpus, err, errlen);
     if (r == 0)
         r = daemon_check_pool_cpus(d, hosts, n, err, errlen);
     if (r < 0)
@@ -195,9 +197,15 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
     switch (req->cmd) {
     case CTL_VERSION:
         *res = json_object_new_object();
-        json_object_object_add(*res, "version", json_object_new_string(DAEMON_VERSION));
-        json_object_object_add(*res, "protocol", json_object_new_int(1));
+        json_object_object_add(*res, "version", json_object_new_string(VCPUSCHED_VERSION));
+        json_object_object_add(*res, "protocol", json_object_new_int(CTL_PROTO_VERSION));
         return 0;
+    case CTL_HELP:
+        *res = sched_json_policies(req->policy[0] ? req->policy : NULL);
+        if (*res != NULL)
+            return 0;
+        snprintf(err, errlen, "no policy '%s' (vcpuschedctl help lists them)", req->policy);
+        return -ENOENT;
     case CTL_ATTACH:
         return do_attach(d, req, res, err, errlen);
     case CTL_DETACH:

@@ -11,7 +11,7 @@
 #include "control/ctl_proto.h"
 #include "core/sched_core.h"
 
-#define DAEMON_VERSION "0.1.0"
+#include "common/version.h"
 
 /* Finds a libvirt domain's QEMU and vCPU threads (libvirt_vcpus.c). */
 typedef int (*daemon_libvirt_fn)(void *ctx, const char *domain, pid_t *pid, pid_t *tids,

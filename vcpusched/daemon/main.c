@@ -239,6 +239,7 @@ rt_group_report(const struct daemon *d)
 static int
 pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
 {
+    struct cpuset set;
     char err[256];
 
     if (p->cpus[0] == '\0') {
@@ -250,8 +251,10 @@ pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
             fatalx("pool %s: one CPU online: nothing can be managed", p->name);
         return 0;
     }
-    if (topology_parse_cpulist(p->cpus, cpus, POLICY_MAX_CPUS, n, err, sizeof(err)) < 0)
+    if (cpulist_parse(p->cpus, &set, err, sizeof(err)) < 0)
         fatalx("pool %s: cpus: %s", p->name, err);
+    if (cpuset_to_array(&set, cpus, POLICY_MAX_CPUS, n) < 0)
+        fatalx("pool %s: cpus: more than %d", p->name, POLICY_MAX_CPUS);
     return 0;
 }
 
@@ -292,7 +295,7 @@ pools_create(struct daemon *d)
 {
     for (unsigned int i = 0; i < d->cfg.nr_pools; i++) {
         struct config_pool *p = &d->cfg.pools[i];
-        struct policy_kv kv[POLICY_MAX_PARAMS];
+        struct kv kv[VS_PARAMS_MAX];
         struct policy_cpu desc[POLICY_MAX_CPUS];
         int cpus[POLICY_MAX_CPUS];
         char err[256], params[sizeof(p->params)];
@@ -301,7 +304,7 @@ pools_create(struct daemon *d)
 
         pools_cpus(d, p, cpus, &n);
         snprintf(params, sizeof(params), "%s", p->params);
-        if (policy_kv_split(params, kv, POLICY_MAX_PARAMS, &nkv, err) < 0 ||
+        if (kv_split(params, kv, VS_PARAMS_MAX, &nkv, err, POLICY_ERRLEN) < 0 ||
             topology_describe(cpus, n, desc, err, sizeof(err)) < 0 ||
             sched_pool_create(d->ctx.sched, p->name, desc, n, p->policy, kv, nkv, err,
                               sizeof(err)) < 0)

@@ -20,35 +20,13 @@
 #define XML_OPTS  (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 #define PID_LIMIT 4194304 /* the kernel's PID_MAX_LIMIT, as the protocol */
 
-/* True for 1..(size-1) bytes of [a-z0-9_] (policy names, parameter keys). */
-static bool
-key_ok(const char *s, size_t size)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n >= size)
-        return false;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
-}
-
-bool
-libvirt_meta_name_ok(const char *name)
-{
-    size_t n = strlen(name);
-
-    if (n == 0 || n >= CTL_NAME_SIZE)
-        return false;
-    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:+@-") ==
-           n;
-}
-
 /* A value: 1..2047 bytes, no control characters (protocol.md, params). */
 static bool
 value_ok(const char *s)
 {
     size_t n = strlen(s);
 
-    if (n == 0 || n >= CTL_PARAM_VAL_SIZE)
+    if (n == 0 || n >= VS_VALUE_SIZE)
         return false;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
@@ -169,7 +147,7 @@ sched_add_attr(struct libvirt_meta *m, const char *key, const char *val, char *e
 
     quote(val, q, sizeof(q));
     if (strcmp(key, "pool") == 0) {
-        if (!libvirt_meta_name_ok(val)) {
+        if (!names_valid(val)) {
             snprintf(err, errlen, "pool: '%s' is not a pool name (1-63 of A-Za-z0-9_.:+@-)", q);
             return -EINVAL;
         }
@@ -177,7 +155,7 @@ sched_add_attr(struct libvirt_meta *m, const char *key, const char *val, char *e
         return 0;
     }
     if (strcmp(key, "policy") == 0) {
-        if (!key_ok(val, CTL_POLICY_SIZE)) {
+        if (!names_key_valid(val)) {
             snprintf(err, errlen, "policy: '%s' is not a policy name (1-31 of a-z0-9_)", q);
             return -EINVAL;
         }
@@ -189,12 +167,12 @@ sched_add_attr(struct libvirt_meta *m, const char *key, const char *val, char *e
                  q);
         return -EINVAL;
     }
-    if (m->nr_params == CTL_PARAMS_MAX) {
-        snprintf(err, errlen, "sched: more than %d parameters", CTL_PARAMS_MAX);
+    if (m->nr_params == VS_PARAMS_MAX) {
+        snprintf(err, errlen, "sched: more than %d parameters", VS_PARAMS_MAX);
         return -E2BIG;
     }
-    snprintf(m->keys[m->nr_params], CTL_PARAM_KEY_SIZE, "%s", key);
-    snprintf(m->vals[m->nr_params], CTL_PARAM_VAL_SIZE, "%s", val);
+    snprintf(m->keys[m->nr_params], VS_KEY_SIZE, "%s", key);
+    snprintf(m->vals[m->nr_params], VS_VALUE_SIZE, "%s", val);
     m->nr_params++;
     return 0;
 }
@@ -224,7 +202,7 @@ sched_read(xmlNodePtr el, struct libvirt_meta *m, char *err, size_t errlen)
             snprintf(err, errlen, "sched: attribute %s: no namespace prefix expected", q);
             return -EINVAL;
         }
-        if (!key_ok(key, CTL_PARAM_KEY_SIZE)) {
+        if (!names_key_valid(key)) {
             snprintf(err, errlen, "sched: attribute '%s' is not a parameter name (a-z0-9_)", q);
             return -EINVAL;
         }
@@ -554,7 +532,7 @@ bad:
 }
 
 void
-libvirt_meta_kv(const struct libvirt_meta *m, struct policy_kv *kv)
+libvirt_meta_kv(const struct libvirt_meta *m, struct kv *kv)
 {
     for (size_t i = 0; i < m->nr_params; i++) {
         kv[i].key = m->keys[i];

@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "control/ctl_proto.h"
+#include "common/kv.h"
+#include "common/limits.h"
+#include "common/names.h"
 
 struct json_object;
 
@@ -24,8 +26,8 @@ struct json_object;
 #define LIBVIRT_META_ELEMENT "sched"
 /* A domain definition is a few kB; a status file with QEMU's flags ~10 kB. */
 #define LIBVIRT_XML_MAX   ((size_t)4 << 20)
-#define LIBVIRT_VCPUS_MAX CTL_TIDS_MAX /* vCPU threads one attach can carry */
-#define LIBVIRT_NAME_MAX  256          /* libvirt domain names as found (not checked) */
+#define LIBVIRT_VCPUS_MAX VS_THREADS_MAX /* vCPU threads one attach can carry */
+#define LIBVIRT_NAME_MAX  256            /* libvirt domain names as found (not checked) */
 
 /*
  * Our metadata element, checked: pool and policy names and every other
@@ -33,12 +35,12 @@ struct json_object;
  * parameter means is checked later by the daemon against the policy.
  */
 struct libvirt_meta {
-    bool present;                 /* <vs:sched> was found */
-    char pool[CTL_NAME_SIZE];     /* "" when not given */
-    char policy[CTL_POLICY_SIZE]; /* "" when not given */
+    bool present;             /* <vs:sched> was found */
+    char pool[VS_NAME_SIZE];  /* "" when not given */
+    char policy[VS_KEY_SIZE]; /* "" when not given */
     size_t nr_params;
-    char keys[CTL_PARAMS_MAX][CTL_PARAM_KEY_SIZE];
-    char vals[CTL_PARAMS_MAX][CTL_PARAM_VAL_SIZE];
+    char keys[VS_PARAMS_MAX][VS_KEY_SIZE];
+    char vals[VS_PARAMS_MAX][VS_VALUE_SIZE];
 };
 
 /* What libvirt's status file says about a running domain. */
@@ -60,7 +62,7 @@ struct libvirt_status {
  * duplicate attributes), a DTD, a root other than <domain>, two elements
  * in our namespace, an element of ours other than <sched>, or a <sched>
  * that breaks the rules of docs/libvirt.md; -E2BIG for more than
- * CTL_PARAMS_MAX parameters or a document over LIBVIRT_XML_MAX. On error
+ * VS_PARAMS_MAX parameters or a document over LIBVIRT_XML_MAX. On error
  * *m is cleared.
  */
 int libvirt_meta_parse_domain(const char *xml, size_t len, struct libvirt_meta *m, char *err,
@@ -99,12 +101,9 @@ int libvirt_meta_choose_pool(const struct libvirt_meta *m, struct json_object *p
                              const char *current, char *pool, size_t len, char *err, size_t errlen);
 
 /* Point kv[0..m->nr_params) at m's parameters (valid while m lives). */
-void libvirt_meta_kv(const struct libvirt_meta *m, struct policy_kv *kv);
+void libvirt_meta_kv(const struct libvirt_meta *m, struct kv *kv);
 
 /* "pool=main policy=credit weight=512" (only what is given), for messages. */
 void libvirt_meta_format(const struct libvirt_meta *m, char *buf, size_t len);
-
-/* True for a name the control protocol accepts (1..63 of [A-Za-z0-9_.:+@-]). */
-bool libvirt_meta_name_ok(const char *name);
 
 #endif /* VCPUSCHED_LIBVIRT_META_H */

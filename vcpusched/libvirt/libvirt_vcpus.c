@@ -201,7 +201,7 @@ libvirt_vcpus_find(const char *dir, const char *name, pid_t *pid, pid_t *tids, u
     *n = 0;
     *pid = 0;
     *how = "status";
-    if (!libvirt_meta_name_ok(name)) {
+    if (!names_valid(name)) {
         snprintf(err, errlen, "libvirt: not a domain name vcpusched accepts");
         return -EINVAL;
     }

@@ -16,7 +16,7 @@
 #define LIBVIRT_RUN_DIR "/run/libvirt/qemu" /* status files of the qemu driver */
 
 /*
- * Domain `name` (checked with libvirt_meta_name_ok) under `dir` (NULL:
+ * Domain `name` (checked with names_valid) under `dir` (NULL:
  * LIBVIRT_RUN_DIR): the QEMU pid and vCPU threads tids[0..*n) in vCPU id
  * order from DIR/NAME.xml; when that file lists no thread ids (libvirt
  * drops them for single-threaded TCG), the threads of that QEMU named

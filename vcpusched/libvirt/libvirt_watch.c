@@ -227,7 +227,7 @@ watch_update(struct libvirt_watch *w, const char *name, struct json_object *dom,
              const struct libvirt_meta *m, char *msg, size_t len)
 {
     struct json_object *pools = NULL;
-    char pool[CTL_NAME_SIZE];
+    char pool[VS_NAME_SIZE];
     int r;
 
     r = watch_query(w, CTL_POOL, "pools", &pools, msg, len);
@@ -286,7 +286,7 @@ watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum watch_mode mod
     char err[512];
     char *xml;
 
-    if (m == NULL || name == NULL || !libvirt_meta_name_ok(name)) {
+    if (m == NULL || name == NULL || !names_valid(name)) {
         if (m != NULL && name != NULL && mode == WATCH_FULL)
             log_warnx("libvirt domain: a name vcpusched does not accept (1-63 of "
                       "A-Za-z0-9_.:+@-): ignored");
@@ -328,7 +328,7 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *
     (void)detail;
     if (event == VIR_DOMAIN_EVENT_STARTED) {
         watch_domain_sync(w, dom, WATCH_ATTACH_ONLY);
-    } else if (event == VIR_DOMAIN_EVENT_STOPPED && name != NULL && libvirt_meta_name_ok(name)) {
+    } else if (event == VIR_DOMAIN_EVENT_STOPPED && name != NULL && names_valid(name)) {
         r = watch_simple(w, CTL_DETACH, name, NULL, msg, sizeof(msg));
         if (r == 0)
             log_info("libvirt domain %s: stopped: detached", name);

@@ -46,7 +46,7 @@ schema_check(const struct policy_ops *ops, const struct policy_param *schema, ch
             return -EINVAL;
         }
     }
-    if (n > POLICY_MAX_PARAMS) {
+    if (n > VS_PARAMS_MAX) {
         snprintf(err, POLICY_ERRLEN, "policy %s: too many parameters", ops->name);
         return -EINVAL;
     }
@@ -142,7 +142,7 @@ parse_bool(const struct policy_param *p, const char *val, int64_t *out, char *er
 }
 
 int
-policy_values_parse(const struct policy_param *schema, const struct policy_kv *kv, size_t n,
+policy_values_parse(const struct policy_param *schema, const struct kv *kv, size_t n,
                     bool ignore_unknown, struct policy_values *out, char *err)
 {
     policy_values_defaults(schema, out);
@@ -186,7 +186,7 @@ policy_values_parse(const struct policy_param *schema, const struct policy_kv *k
 
 int
 policy_create(struct policy *pol, const struct policy_ops *ops, const struct policy_cpu *cpus,
-              unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err)
+              unsigned int nr_cpus, const struct kv *kv, size_t n, char *err)
 {
     struct policy_values pv;
     int r;
@@ -228,29 +228,4 @@ policy_take_dirty(struct policy *pol)
         v->dirty = false;
     }
     return v;
-}
-
-int
-policy_kv_split(char *s, struct policy_kv *kv, size_t max, size_t *n, char *err)
-{
-    char *save = NULL, *tok;
-
-    *n = 0;
-    for (tok = strtok_r(s, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save)) {
-        char *eq = strchr(tok, '=');
-
-        if (eq == NULL || eq == tok) {
-            snprintf(err, POLICY_ERRLEN, "'%.32s' is not key=value", tok);
-            return -EINVAL;
-        }
-        if (*n == max) {
-            snprintf(err, POLICY_ERRLEN, "more than %zu parameters", max);
-            return -E2BIG;
-        }
-        *eq = '\0';
-        kv[*n].key = tok;
-        kv[*n].val = eq + 1;
-        (*n)++;
-    }
-    return 0;
 }

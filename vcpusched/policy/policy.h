@@ -18,14 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define POLICY_NEVER      UINT64_MAX /* "no deadline" for timers and slices */
-#define POLICY_MAX_CPUS   64         /* pCPUs per pool: masks are uint64_t */
-#define POLICY_ERRLEN     160        /* size of every errbuf handed to a policy */
-#define POLICY_MAX_PARAMS 16         /* per schema (pool or domain) */
+#include "common/kv.h"
+#include "common/limits.h"
 
-#define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC  1000000000ULL
+#define POLICY_NEVER    UINT64_MAX /* "no deadline" for timers and slices */
+#define POLICY_MAX_CPUS 64         /* pCPUs per pool: masks are uint64_t */
+#define POLICY_ERRLEN   160        /* size of every errbuf handed to a policy */
 
 struct policy;
 
@@ -96,16 +94,11 @@ struct policy_param {
     const char *help; /* one line, shown by `vcpuschedctl help` */
 };
 
-struct policy_kv {
-    const char *key;
-    const char *val;
-};
-
 /* Parsed values, indexed like the schema; `set` has bit i for given keys. */
 struct policy_values {
     uint32_t set;
-    int64_t i[POLICY_MAX_PARAMS];
-    const char *s[POLICY_MAX_PARAMS];
+    int64_t i[VS_PARAMS_MAX];
+    const char *s[VS_PARAMS_MAX];
 };
 
 /*
@@ -275,7 +268,7 @@ int policy_registry_check(char *err);
  * in the schema are skipped (used when a pool switches policy and a
  * domain's old parameters are carried over).
  */
-int policy_values_parse(const struct policy_param *schema, const struct policy_kv *kv, size_t n,
+int policy_values_parse(const struct policy_param *schema, const struct kv *kv, size_t n,
                         bool ignore_unknown, struct policy_values *out, char *err);
 /* Fill `out` with the schema defaults, none marked as set. */
 void policy_values_defaults(const struct policy_param *schema, struct policy_values *out);
@@ -287,15 +280,8 @@ int policy_param_index(const struct policy_param *schema, const char *name);
  * init; policy_destroy calls fini. `cpus` must outlive the instance.
  */
 int policy_create(struct policy *pol, const struct policy_ops *ops, const struct policy_cpu *cpus,
-                  unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err);
+                  unsigned int nr_cpus, const struct kv *kv, size_t n, char *err);
 void policy_destroy(struct policy *pol);
-
-/*
- * Split "key=value key=value" (separated by blanks; `s` is modified) into
- * kv[0..*n). Fails with -EINVAL on a token without '=' or an empty key,
- * and with -E2BIG past `max` pairs.
- */
-int policy_kv_split(char *s, struct policy_kv *kv, size_t max, size_t *n, char *err);
 
 /* Pop the dirty list (the core actuates each entry). */
 struct policy_vcpu *policy_take_dirty(struct policy *pol);

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/names.h"
 #include "pool.h"
 
-#define POOL_MAX_VCPUS 1024 /* per domain: QEMU's x86 maximum is 1024 (maxcpus) */
 /* After a contract violation the CPU idles this long before a retry. */
 #define POOL_VIOLATION_RETRY_NS NSEC_PER_MSEC
 
@@ -30,12 +30,12 @@ kvs_clear(struct pool_kvs *s)
  * the copies are made first. Parsing has already bounded n by the schema.
  */
 static int
-kvs_merge(struct pool_kvs *s, const struct policy_kv *kv, size_t n)
+kvs_merge(struct pool_kvs *s, const struct kv *kv, size_t n)
 {
-    char *k[POLICY_MAX_PARAMS] = {0}, *v[POLICY_MAX_PARAMS] = {0};
+    char *k[VS_PARAMS_MAX] = {0}, *v[VS_PARAMS_MAX] = {0};
     size_t i;
 
-    if (n > POLICY_MAX_PARAMS)
+    if (n > VS_PARAMS_MAX)
         return -EINVAL;
     for (i = 0; i < n; i++) {
         k[i] = strdup(kv[i].key);
@@ -49,7 +49,7 @@ kvs_merge(struct pool_kvs *s, const struct policy_kv *kv, size_t n)
         for (j = 0; j < s->n && strcmp(s->kv[j].key, k[i]) != 0; j++)
             ;
         if (j == s->n) {
-            if (s->n == POLICY_MAX_PARAMS)
+            if (s->n == VS_PARAMS_MAX)
                 goto fail; /* cannot happen: keys come from one schema */
             s->kv[s->n++].key = k[i];
         } else {
@@ -69,7 +69,7 @@ fail:
 }
 
 static size_t
-kvs_view(const struct pool_kvs *s, struct policy_kv *out)
+kvs_view(const struct pool_kvs *s, struct kv *out)
 {
     for (unsigned int i = 0; i < s->n; i++) {
         out[i].key = s->kv[i].key;
@@ -216,7 +216,7 @@ charge_list_remove(struct pool *p, struct pool_vcpu *v)
 
 int
 pool_init(struct pool *p, const char *name, const char *policy, const struct policy_cpu *cpus,
-          unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err)
+          unsigned int nr_cpus, const struct kv *kv, size_t n, char *err)
 {
     const struct policy_ops *ops = policy_find(policy);
     int r;
@@ -226,8 +226,8 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
         snprintf(err, POLICY_ERRLEN, "unknown policy '%.32s'", policy);
         return -EINVAL;
     }
-    if (strlen(name) == 0 || strlen(name) >= POOL_NAME_MAX) {
-        snprintf(err, POLICY_ERRLEN, "pool name must be 1..%d bytes", POOL_NAME_MAX - 1);
+    if (strlen(name) == 0 || strlen(name) >= VS_NAME_SIZE) {
+        snprintf(err, POLICY_ERRLEN, "pool name must be 1..%d bytes", VS_NAME_SIZE - 1);
         return -EINVAL;
     }
     if (nr_cpus == 0 || nr_cpus > POLICY_MAX_CPUS) {
@@ -295,40 +295,23 @@ pool_dom_find(struct pool *p, const char *name)
 }
 
 /* Names end up in table specs, JSON and logs: keep them plain. */
-static bool
-name_is_valid(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n >= POOL_NAME_MAX)
-        return false;
-    for (; *s != '\0'; s++) {
-        char c = *s;
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.' || c == ':' || c == '+' || c == '@'))
-            return false;
-    }
-    return true;
-}
-
 static int
 dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
           char *err)
 {
     uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
 
-    if (!name_is_valid(name)) {
-        snprintf(err, POLICY_ERRLEN, "bad domain name '%.32s': 1..%d of [A-Za-z0-9_.:+@-]", name,
-                 POOL_NAME_MAX - 1);
+    if (!names_valid(name)) {
+        snprintf(err, POLICY_ERRLEN, "bad domain name '%.32s': 1..%d of " NAMES_CHARS, name,
+                 VS_NAME_SIZE - 1);
         return -EINVAL;
     }
     if (pool_dom_find(p, name) != NULL) {
         snprintf(err, POLICY_ERRLEN, "domain %s is already attached", name);
         return -EEXIST;
     }
-    if (nr_vcpus == 0 || nr_vcpus > POOL_MAX_VCPUS) {
-        snprintf(err, POLICY_ERRLEN, "domain %s: 1..%d vCPUs, not %u", name, POOL_MAX_VCPUS,
+    if (nr_vcpus == 0 || nr_vcpus > VS_THREADS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "domain %s: 1..%d vCPUs, not %u", name, VS_THREADS_MAX,
                  nr_vcpus);
         return -EINVAL;
     }
@@ -344,7 +327,7 @@ dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_
 
 int
 pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
-             const struct policy_kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err)
+             const struct kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err)
 {
     uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
     struct policy_values dv;
@@ -419,8 +402,7 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
 }
 
 int
-pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n, uint64_t now,
-         char *err)
+pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now, char *err)
 {
     const struct policy_param *schema = d ? p->pol.ops->dom_params : p->pol.ops->pool_params;
     struct pool_kvs *store = d ? &d->params : &p->params;
@@ -472,7 +454,7 @@ switch_unwind(struct policy *np, struct policy_dom **newpd, unsigned int k, unsi
 }
 
 int
-pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n, uint64_t now,
+pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, uint64_t now,
             char *err)
 {
     const struct policy_ops *ops = policy_find(policy);
@@ -501,7 +483,7 @@ pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size
     /* Build the new instance completely beside the old one. */
     TAILQ_FOREACH(d, &p->doms, link)
     {
-        struct policy_kv dkv[POLICY_MAX_PARAMS];
+        struct kv dkv[VS_PARAMS_MAX];
         size_t dn = kvs_view(&d->params, dkv);
         struct policy_values dv;
         char why[POLICY_ERRLEN];

@@ -24,15 +24,13 @@
 
 #include "policy.h"
 
-#define POOL_NAME_MAX 64 /* domain and pool names, NUL included */
-
 /* Parameters as given ("key=value"), kept to carry them across switches. */
 struct pool_kvs {
     unsigned int n;
     struct {
         char *key;
         char *val;
-    } kv[POLICY_MAX_PARAMS];
+    } kv[VS_PARAMS_MAX];
 };
 
 struct pool_vcpu {
@@ -55,7 +53,7 @@ struct pool_vcpu {
 
 struct pool_dom {
     uint32_t id;
-    char name[POOL_NAME_MAX];
+    char name[VS_NAME_SIZE];
     struct policy_dom *pd;
     unsigned int nr_vcpus;
     struct pool_vcpu *vcpus;
@@ -81,7 +79,7 @@ struct pool_stats {
 };
 
 struct pool {
-    char name[POOL_NAME_MAX];
+    char name[VS_NAME_SIZE];
     struct policy pol;
     struct policy_cpu *cpus; /* nr_cpus entries */
     unsigned int nr_cpus;
@@ -102,7 +100,7 @@ struct pool {
  * validated against the policy's schema; on error nothing is allocated.
  */
 int pool_init(struct pool *p, const char *name, const char *policy, const struct policy_cpu *cpus,
-              unsigned int nr_cpus, const struct policy_kv *kv, size_t n, char *err);
+              unsigned int nr_cpus, const struct kv *kv, size_t n, char *err);
 /* Remove every domain and free everything (the caller released threads). */
 void pool_fini(struct pool *p, uint64_t now);
 
@@ -112,13 +110,12 @@ void pool_fini(struct pool *p, uint64_t now);
  * vCPUs are placed (dirty) and not runnable; the caller then reports wakes.
  */
 int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
-                 const struct policy_kv *kv, size_t n, uint64_t now, struct pool_dom **out,
-                 char *err);
+                 const struct kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err);
 void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
 struct pool_dom *pool_dom_find(struct pool *p, const char *name);
 
 /* Change domain (d != NULL) or pool parameters; nothing changes on error. */
-int pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, size_t n, uint64_t now,
+int pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now,
              char *err);
 /*
  * Switch the pool to another policy with pool parameters kv. The new
@@ -126,8 +123,8 @@ int pool_set(struct pool *p, struct pool_dom *d, const struct policy_kv *kv, siz
  * parameters the new policy knows), so a failure leaves the pool as it
  * was. On success every CPU needs a pick and every vCPU is dirty.
  */
-int pool_switch(struct pool *p, const char *policy, const struct policy_kv *kv, size_t n,
-                uint64_t now, char *err);
+int pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, uint64_t now,
+                char *err);
 
 /* Events. Duplicates (a wake of a runnable vCPU) are ignored. */
 void pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now);
