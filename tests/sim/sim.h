@@ -51,10 +51,10 @@ struct sim_vcpu {
     struct pool_vcpu *pv;
     struct sim_demand demand;
     char label[VS_NAME_SIZE + 8]; /* "dom/index" */
-    uint64_t pending_ns;           /* CPU still needed before it blocks */
-    uint64_t next_wake;            /* absolute, or POLICY_NEVER */
-    uint64_t wake_at;              /* last wake not yet followed by a run, or POLICY_NEVER */
-    int running_on;                /* CPU, or -1 */
+    uint64_t pending_ns;          /* CPU still needed before it blocks */
+    uint64_t next_wake;           /* absolute, or POLICY_NEVER */
+    uint64_t wake_at;             /* last wake not yet followed by a run, or POLICY_NEVER */
+    int running_on;               /* CPU, or -1 */
     uint64_t run_start;
     /* Counters since the last sim_reset_stats(). */
     uint64_t run_ns;
