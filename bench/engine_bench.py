@@ -17,6 +17,8 @@ tests/integration/run-exclusive (the machine-wide flock), so other tests can
 interleave between cells. See bench/README.md for how to run and read it."""
 
 import argparse
+import contextlib
+import ctypes
 import datetime
 import json
 import math
@@ -99,22 +101,37 @@ class RtGuard:
                 f.write(self.saved)
 
 
+def child_setup(cpu):
+    """In a spin_target child: pinned to `cpu`, and killed when the cell
+    child that started it dies, however it dies (no spinner left behind)."""
+    def setup():
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.sched_setaffinity(0, {cpu})
+    return setup
+
+
 class Targets:
     """The scheduled things: spin_target processes or pthreads, or one
-    2-vCPU TCG guest running the hog role. attach() hands them to a daemon."""
+    2-vCPU TCG guest running the hog role. attach() hands them to a daemon.
+    A failure half-way stops what was started."""
 
     def __init__(self, build, kind, specs, tmp, cpu=HOUSEKEEPING_CPU):
         self.kind, self.procs, self.tids, self.guest_pidfile = kind, [], [], None
         exe = os.path.join(build, "bench", "spin_target")
-        if kind == "vcpu":
-            self._boot_guest(tmp)
-            return
-        groups = [specs] if kind == "pthread" else [[s] for s in specs]
-        for g in groups:
-            p = subprocess.Popen([exe, *g], stdout=subprocess.PIPE, text=True,
-                                 preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-            self.procs.append(p)
-            self.tids += [int(t) for t in p.stdout.readline().split()]
+        try:
+            if kind == "vcpu":
+                self._boot_guest(tmp)
+                return
+            groups = [specs] if kind == "pthread" else [[s] for s in specs]
+            for g in groups:
+                p = subprocess.Popen([exe, *g], stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=child_setup(cpu))
+                self.procs.append(p)
+                self.tids += [int(t) for t in p.stdout.readline().split()]
+        except BaseException:
+            self.stop()
+            raise
 
     def _boot_guest(self, tmp):
         self.guest_pidfile, self.qmp = os.path.join(tmp, "g.pid"), os.path.join(tmp, "g.qmp")
@@ -198,16 +215,13 @@ def cell_switch(spec, tmp):
     """Two busy targets under rr: for each slice and rep a daemon and a
     trace window. The trace is parsed after the daemon has gone, so that a
     dedicated dispatcher spinning on this CPU does not slow the parsing."""
-    targets = Targets(spec["build"], spec["kind"], ["busy", "busy"], tmp)
-    trace, out = schedtrace.SchedTrace(), []
-    try:
-        for slice_us in spec["slices"]:
-            reps = [switch_rep(spec, slice_us, targets, trace) for _ in range(spec["reps"])]
-            out.append(switch_result(slice_us, reps))
-    finally:
-        trace.close()
-        targets.stop()
-    return out
+    with contextlib.ExitStack() as stack:
+        trace = stack.enter_context(contextlib.closing(schedtrace.SchedTrace()))
+        targets = Targets(spec["build"], spec["kind"], ["busy", "busy"], tmp)
+        stack.callback(targets.stop)
+        return [switch_result(slice_us, [switch_rep(spec, slice_us, targets, trace)
+                                         for _ in range(spec["reps"])])
+                for slice_us in spec["slices"]]
 
 
 def switch_rep(spec, slice_us, targets, trace):
@@ -278,10 +292,12 @@ def cycle_slice(spec, tmp):
     """Counter vs busy under rr at one slice: alone, then (scheduled, alone)
     x reps; each scheduled rate over the mean of the alone rates around it."""
     build, path = spec["build"], os.path.join(tmp, f"count{spec['slice_us']}")
-    counter = Targets(build, "process", [f"count:{path}"], tmp, cpu=MANAGED_CPU)
-    busy = Targets(build, "process", ["busy"], tmp)
-    c = Counter(path, counter.tids[0])
-    try:
+    with contextlib.ExitStack() as stack:
+        counter = Targets(build, "process", [f"count:{path}"], tmp, cpu=MANAGED_CPU)
+        stack.callback(counter.stop)
+        busy = Targets(build, "process", ["busy"], tmp)
+        stack.callback(busy.stop)
+        c = Counter(path, counter.tids[0])
         alone, sched = [c.window(spec["seconds"])], []
         for _ in range(spec["reps"]):
             d = start_daemon("rr", spec["pattern"], params=[f"slice_us={spec['slice_us']}"])
@@ -295,9 +311,6 @@ def cycle_slice(spec, tmp):
                 d.cleanup()  # detach: the counter goes back to cpu 1 alone, busy to cpu 0
             time.sleep(0.1)
             alone.append(c.window(spec["seconds"]))
-    finally:
-        counter.stop()
-        busy.stop()
     ratios = [s["rate"] / ((alone[i]["rate"] + alone[i + 1]["rate"]) / 2)
               for i, s in enumerate(sched)]
     return {"slice_us": spec["slice_us"], "pattern": spec["pattern"], "ratios": ratios,
@@ -309,10 +322,13 @@ def cycle_slice(spec, tmp):
 def cell_wake(spec, tmp):
     """A sleeper (wakes every 2 ms, runs 50 us) against a hog, both attached."""
     build = spec["build"]
-    sleeper = Targets(build, "process", [f"sleep:{SLEEPER_PERIOD_US}:{SLEEPER_RUN_US}"], tmp)
-    hog = Targets(build, "process", ["busy"], tmp)
-    trace = schedtrace.SchedTrace(wake_tids=sleeper.tids)
-    try:
+    with contextlib.ExitStack() as stack:
+        sleeper = Targets(build, "process", [f"sleep:{SLEEPER_PERIOD_US}:{SLEEPER_RUN_US}"], tmp)
+        stack.callback(sleeper.stop)
+        hog = Targets(build, "process", ["busy"], tmp)
+        stack.callback(hog.stop)
+        trace = stack.enter_context(
+            contextlib.closing(schedtrace.SchedTrace(wake_tids=sleeper.tids)))
         d = start_daemon(spec["policy"], "shared", events=spec["events"])
         try:
             sleeper.attach(d)
@@ -323,10 +339,6 @@ def cell_wake(spec, tmp):
             stats = d.json("stats")
         finally:
             d.cleanup()
-    finally:
-        trace.close()
-        sleeper.stop()
-        hog.stop()
     pool = stats["pools"][0]
     return {"events": stats["events"], "policy": spec["policy"],
             "daemon_p50_ns": pool.get("wake_to_mid_p50_ns"),
@@ -352,16 +364,23 @@ def run_cell_child(spec):
     os.sched_setaffinity(0, {HOUSEKEEPING_CPU})
     os.environ["VCPUSCHED_BUILD"] = spec["build"]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that cleanups run
-    with RtGuard(), tempfile.TemporaryDirectory(prefix="vsbench-") as tmp:
-        result = CELLS[spec["exp"]](spec, tmp)
+    try:
+        with RtGuard(), tempfile.TemporaryDirectory(prefix="vsbench-") as tmp:
+            result = CELLS[spec["exp"]](spec, tmp)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        print(f"engine_bench: cell {spec['exp']}: {e}", file=sys.stderr)
+        return 1
     json.dump(result, sys.stdout)
+    return 0
 
 
 def run_cell(spec):
+    """One cell in a child under run-exclusive; None if it failed (the
+    child has said why on stderr and stopped everything it started)."""
     r = subprocess.run([RUN_EXCLUSIVE, sys.executable, os.path.abspath(__file__), "--cell",
                         json.dumps(spec)], stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
-        raise RuntimeError(f"cell {spec['exp']} failed (rc {r.returncode})")
+        return None
     return json.loads(r.stdout)
 
 
@@ -518,14 +537,22 @@ def main():
     cmdline = " ".join(shlex.quote(a) for a in sys.argv)
     facts = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
              **machine_facts(os.path.abspath(args.build))}
-    t0, results = time.monotonic(), []
+    t0, results, failed = time.monotonic(), [], []
     for spec in plan(args):
-        print(f"cell: {spec['exp']} {spec.get('kind', '')} {spec.get('pattern', '')} "
-              f"{spec.get('slices', spec.get('slice_us', spec.get('events', '')))}",
-              file=sys.stderr, flush=True)
+        what = (f"{spec['exp']} {spec.get('kind', '')} {spec.get('pattern', '')} "
+                f"{spec.get('slices', spec.get('slice_us', spec.get('events', '')))}")
+        print(f"cell: {what}", file=sys.stderr, flush=True)
         t = time.monotonic()
-        results.append((spec, run_cell(spec)))
-        print(f"  {time.monotonic() - t:.1f} s", file=sys.stderr, flush=True)
+        r = run_cell(spec)
+        if r is None:
+            failed.append(what)
+        else:
+            results.append((spec, r))
+        print(f"  {time.monotonic() - t:.1f} s{' FAILED' if r is None else ''}",
+              file=sys.stderr, flush=True)
+    if failed:
+        print("engine_bench: failed cells (see above): " + "; ".join(failed), file=sys.stderr)
+        return 1
     facts["rt_runtime_us_after"] = int(open(RT_RUNTIME).read())
     md = report(cmdline, facts, results, time.monotonic() - t0)
     print(md)

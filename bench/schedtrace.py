@@ -15,6 +15,7 @@ CPU time by class) live here too, so they can be tested on a saved trace."""
 
 import os
 import re
+import subprocess
 import time
 
 TRACEFS = "/sys/kernel/tracing"
@@ -26,6 +27,19 @@ SWITCH = re.compile(r"prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>\d+) prev_prio=\d+ "
                     r"prev_state=(?P<ps>\S+) ==> next_comm=(?P<nc>.*?) next_pid=(?P<np>\d+) ")
 WAKEUP = re.compile(r"comm=.*? pid=(?P<pid>\d+) prio=\d+ target_cpu=(?P<cpu>\d+)")
 MARK = re.compile(r"vsbench-mark (\d+)")
+
+
+def ensure_tracefs():
+    """tracefs at TRACEFS, mounting it when it is not (hosts without systemd
+    leave it unmounted); a clear error when that is impossible."""
+    if os.path.isdir(os.path.join(TRACEFS, "instances")):
+        return
+    r = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True,
+                       text=True)
+    if r.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "instances")):
+        raise RuntimeError(f"tracefs is not mounted at {TRACEFS} and mounting it failed "
+                           f"({r.stderr.strip() or 'no instances/ after mount'}): as root, "
+                           f"mount -t tracefs nodev {TRACEFS}")
 
 
 def _write(path, text):
@@ -60,6 +74,7 @@ class SchedTrace:
     """A tracefs instance owned by this process; remove with close()."""
 
     def __init__(self, cpus=(0, 1), wake_tids=()):
+        ensure_tracefs()
         self.dir = os.path.join(TRACEFS, "instances", f"vsbench-{os.getpid()}")
         os.mkdir(self.dir)
         try:
