@@ -5,12 +5,15 @@
  * another process reads from a shared file, and a periodic sleeper; the
  * daemon's tests use a busy loop that ends its thread when a file appears.
  *
- *     spin_target SPEC [SPEC ...]
+ *     spin_target SPEC[*COUNT] [SPEC[*COUNT] ...]
  *     SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US
  *
  * One SPEC runs in the main thread (a single-threaded process); several
- * run as pthreads of one process. The thread ids, in SPEC order, go to
- * stdout as one line once every thread runs. Runs until killed.
+ * run as pthreads of one process (at most SPIN_MAX_THREADS; `busy*1000`
+ * is a thousand busy threads, for the scale benchmark). Sleepers start
+ * spread evenly over their period, so that many of them do not all wake
+ * at once. The thread ids, in SPEC order, go to stdout as one line once
+ * every thread runs. Runs until killed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_MAX_THREADS 8
+#define SPIN_MAX_THREADS 1024 /* as many as one attach takes (VS_THREADS_MAX) */
+#define SPIN_STACK_BYTES (64 * 1024)
 /* Work units between two publications of the count: ~1 us of work, so the
  * store is a small part of the loop and the reader's resolution is fine. */
 #define SPIN_UNITS_PER_ITER 256
@@ -45,6 +49,7 @@ struct spin_thread {
     _Atomic uint64_t *count; /* SPIN_COUNT: iterations, in a shared page */
     const char *path;        /* SPIN_UNTIL */
     uint64_t period_ns, run_ns;
+    uint64_t phase_ns; /* SPIN_SLEEP: first wake this long after a period */
     atomic_int tid;
     pthread_t th;
 };
@@ -83,7 +88,7 @@ spin_count(struct spin_thread *t)
 static void
 spin_sleep(struct spin_thread *t)
 {
-    uint64_t next = now_ns() + t->period_ns;
+    uint64_t next = now_ns() + t->period_ns + t->phase_ns;
 
     prctl(PR_SET_TIMERSLACK, 1UL);
     for (;;) {
@@ -179,29 +184,56 @@ spin_parse(struct spin_thread *t, char *spec)
     return 0;
 }
 
+/* "SPEC" or "SPEC*COUNT": the count, with the '*' cut off (0 if bad). */
+static unsigned long
+spin_count_of(char *spec)
+{
+    char *star = strrchr(spec, '*'), *end;
+    unsigned long n;
+
+    if (star == NULL)
+        return 1;
+    *star = '\0';
+    n = strtoul(star + 1, &end, 10);
+    return star[1] != '\0' && *end == '\0' ? n : 0;
+}
+
 int
 main(int argc, char **argv)
 {
-    static struct spin_thread th[SPIN_MAX_THREADS];
-    int n = argc - 1;
+    pthread_attr_t attr;
+    struct spin_thread *th = calloc(SPIN_MAX_THREADS, sizeof(*th));
+    int n = 0;
 
-    if (n < 1 || n > SPIN_MAX_THREADS) {
+    for (int a = 1; a < argc && th != NULL; a++) {
+        unsigned long count = spin_count_of(argv[a]);
+
+        if (count == 0 || count > (unsigned long)(SPIN_MAX_THREADS - n)) {
+            n = SPIN_MAX_THREADS + 1;
+            break;
+        }
+        for (unsigned long k = 0; k < count; k++, n++)
+            if (spin_parse(&th[n], argv[a]) < 0)
+                return 2;
+    }
+    if (th == NULL || n < 1 || n > SPIN_MAX_THREADS) {
         fprintf(stderr,
-                "usage: spin_target SPEC [SPEC ...] (at most %d)\n"
+                "usage: spin_target SPEC[*COUNT] [SPEC[*COUNT] ...] (at most %d threads)\n"
                 "  SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US\n",
                 SPIN_MAX_THREADS);
         return 2;
     }
     for (int i = 0; i < n; i++)
-        if (spin_parse(&th[i], argv[i + 1]) < 0)
-            return 2;
+        th[i].phase_ns = th[i].period_ns * (uint64_t)i / (uint64_t)n;
     if (n == 1) {
         printf("%d\n", (int)syscall(SYS_gettid));
         fflush(stdout);
         spin_main(&th[0]);
     }
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SPIN_STACK_BYTES);
     for (int i = 0; i < n; i++)
-        if (pthread_create(&th[i].th, NULL, spin_main, &th[i]) != 0)
+        if (pthread_create(&th[i].th, &attr, spin_main, &th[i]) != 0)
             return 1;
     for (int i = 0; i < n; i++) {
         while (atomic_load(&th[i].tid) == 0)
