@@ -91,7 +91,8 @@ def cell_real(spec):
         tids = [int(t) for t in proc.stdout.readline().split()]
         if len(tids) != spec["n"]:
             raise RuntimeError(f"spin_target gave {len(tids)} threads, wanted {spec['n']}")
-        d = Daemon("--rt-runtime-us", "-1", policy=spec["policy"]).start()
+        d = Daemon("--rt-runtime-us", "-1", policy=spec["policy"])
+        d.start()
         d.ctl("attach", "scale", "--tid", ",".join(map(str, tids)))
         time.sleep(spec["warmup"])
         picks0, ev0 = pool_counters(d)

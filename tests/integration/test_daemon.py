@@ -6,6 +6,7 @@ bad input, and never stranding a thread (SIGTERM, kill -9, restart)."""
 import os
 import signal
 import subprocess
+import sys
 import time
 import unittest
 
@@ -23,6 +24,20 @@ def cpu_cgroup(pid):
         if "cpu" in ctrls.split(","):
             return path
     return None
+
+
+def guardian_of(d):
+    """The guardian of daemon `d`: its child named vcpusched-guard."""
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                stat = vstest.read(f"/proc/{p}/stat")
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            if comm == "vcpusched-guard" and int(rest.split()[1]) == d.proc.pid:
+                return int(p)
+    raise AssertionError(f"no guardian of daemon {d.proc.pid}")
 
 
 class TwoThreads:
@@ -430,6 +445,50 @@ class DaemonTest(unittest.TestCase):
         after = d.json("list")
         self.assertEqual([x["name"] for x in before["domains"]],
                          [x["name"] for x in after["domains"]])
+
+    def test_dangerous_targets_are_refused(self):
+        """The daemon, its guardian and the caller's shell (this test, the
+        parent of vcpuschedctl) are refused with the reason; a process not
+        started from here needs --any-process; each refusal leaves the
+        target exactly as it was."""
+        d = self.daemon(policy="rr")
+        stray = subprocess.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"],
+                               capture_output=True, text=True).stdout.split()[0]
+        try:
+            cases = [(str(d.proc.pid), "is vcpuschedd: never managed"),
+                     (str(guardian_of(d)), "vcpuschedd's guardian: never managed"),
+                     (str(os.getpid()), "neither QEMU nor started from the caller's shell"),
+                     (stray, "attach --any-process to manage it anyway")]
+            for pid, why in cases:
+                before = (os.sched_getscheduler(int(pid)), os.sched_getaffinity(int(pid)))
+                r = d.ctl("attach", "x", "--pid", pid, check=False)
+                self.assertEqual(r.returncode, 1, f"pid {pid}: {r.stdout}")
+                self.assertIn(why, r.stderr)
+                self.assertEqual(before, (os.sched_getscheduler(int(pid)),
+                                          os.sched_getaffinity(int(pid))))
+            self.assertEqual(d.json("list")["domains"], [])
+            d.ctl("attach", "stray", "--pid", stray, "--any-process")
+            self.assertTrue(vstest.is_fifo(int(stray)))
+            d.ctl("detach", "stray")
+            self.assertFalse(vstest.is_fifo(int(stray)))
+        finally:
+            os.kill(int(stray), signal.SIGKILL)
+
+    def test_pid_1_refused_in_a_pid_namespace(self):
+        """`attach --pid 1` refused by the daemon itself: inside a PID
+        namespace of our own, where pid 1 is a process this test started
+        (the host's init is never asked for)."""
+        script = (f"import os, subprocess, sys; sys.path.insert(0, {vstest.SRC!r} + "
+                  "'/tests/integration'); import vstest; "
+                  "d = vstest.Daemon(policy='rr', events='proc').start(); "
+                  "r = d.ctl('attach', 'init', '--pid', '1', check=False); "
+                  "d.cleanup(); print(r.returncode, r.stderr.strip())")
+        r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                            script], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "VCPUSCHED_BUILD": vstest.BUILD})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 vcpuschedctl: attach init: process 1 (python3) is init: never managed",
+                      r.stdout)
 
     @unittest.skipIf(os.cpu_count() < 3, "a pool of two CPUs and a housekeeping CPU")
     def test_pool_switch_on_two_cpus_leaves_one_mid_per_cpu(self):

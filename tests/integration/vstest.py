@@ -145,6 +145,9 @@ class Daemon:
         self.proc = None
 
     def start(self, timeout=10):
+        """Start and wait for an answer; a daemon that does not answer in
+        time is stopped before the error is raised (it would otherwise
+        keep the RT settings it changed, with nobody left to stop it)."""
         with open(self.log, "ab") as logf:  # the child keeps its own copy
             self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
                                          preexec_fn=lambda: os.sched_setaffinity(
@@ -156,7 +159,8 @@ class Daemon:
             if self.ctl("version", check=False).returncode == 0:
                 return self
             time.sleep(0.05)
-        raise RuntimeError(f"vcpuschedd did not answer: {self.read_log()}")
+        self.stop()
+        raise RuntimeError(f"vcpuschedd did not answer in {timeout} s: {self.read_log()}")
 
     def read_log(self):
         with open(self.log, errors="replace") as f:

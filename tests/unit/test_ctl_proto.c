@@ -179,6 +179,10 @@ static const struct bad_case bad_cases[] = {
     {"detach extra key", "{\"v\":1,\"cmd\":\"detach\",\"args\":{\"name\":\"a\",\"force\":true}}", 0,
      NULL, -EINVAL, "unknown key \"force\""},
     {"attach typo key", ATTACH("\"pids\":[1]"), 0, NULL, -EINVAL, "unknown key \"pids\""},
+    {"any_process not a bool", ATTACH("\"pid\":5,\"any_process\":1"), 0, NULL, -EINVAL,
+     "any_process: must be true or false"},
+    {"any_process with qmp", ATTACH("\"qmp\":\"/q\",\"any_process\":true"), 0, NULL, -EINVAL,
+     "any_process: only with pid or tids"},
     {"help unknown key", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"name\":\"rr\"}}", 0, NULL, -EINVAL,
      "args: unknown key \"name\""},
     {"help bad policy", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"Credit\"}}", 0, NULL,
@@ -354,6 +358,10 @@ static const struct good_case good_cases[] = {
      "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"tids\":[4250,4251,4194304],"
      "\"pool\":"
      "\"main\",\"params\":{\"weight\":\"512\",\"cap\":\"50\"}}}"},
+    {"attach pid any_process", ATTACH("\"pid\":4242,\"any_process\":true"),
+     "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"pid\":4242,\"any_process\":true}}"},
+    {"attach pid any_process false", ATTACH("\"pid\":4242,\"any_process\":false"),
+     "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"pid\":4242}}"},
     {"attach qmp", ATTACH("\"qmp\":\"/run/vm/web1 (copy).qmp\""),
      "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"qmp\":\"/run/vm/web1 "
      "(copy).qmp\"}}"},

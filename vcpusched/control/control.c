@@ -28,6 +28,7 @@
 #define CONTROL_ACCEPT_BURST 16 /* connections accepted per dispatch */
 #define CONTROL_EVENTS       32 /* epoll events taken per dispatch; the rest stay pending */
 #define CONTROL_PAUSE_NS     (100 * NSEC_PER_MSEC) /* accept back-off when out of fds */
+#define CONTROL_SLOTS        (CONTROL_MAX_CLIENTS + CONTROL_ROOT_RESERVE)
 
 /* epoll tags: the listener, the timer, then client slot i as CONTROL_TAG_CLIENT + i. */
 enum {
@@ -45,6 +46,7 @@ struct control_client {
     size_t in_off, in_len;
     size_t scanned;         /* in[0..scanned) has been searched for '\n' */
     uint64_t line_start_ns; /* arrival of the partial line's first bytes */
+    uint64_t idle_since_ns; /* nothing pending since: accept, or the last reply written */
     char *out;              /* the reply being written, or NULL */
     size_t out_len, out_off;
     uint64_t out_start_ns;
@@ -61,10 +63,11 @@ struct control {
     gid_t group;
     control_handler_fn fn;
     void *ctx;
-    uint64_t timeout_ns;
+    uint64_t timeout_ns;      /* replies and idle connections */
+    uint64_t line_timeout_ns; /* a started request line */
     uint64_t accept_paused_until;
     unsigned int nr_unpriv;
-    struct control_client *clients[CONTROL_MAX_CLIENTS];
+    struct control_client *clients[CONTROL_SLOTS];
     struct control_stats st;
     struct ctl_request req; /* one request is handled at a time */
 };
@@ -321,7 +324,7 @@ client_read(struct control *c, struct control_client *cl, uint64_t now)
 }
 
 static int
-client_flush(struct control_client *cl)
+client_flush(struct control_client *cl, uint64_t now)
 {
     while (cl->out != NULL) {
         ssize_t n = send(cl->fd, cl->out + cl->out_off, cl->out_len - cl->out_off,
@@ -333,6 +336,7 @@ client_flush(struct control_client *cl)
         if (cl->out_off == cl->out_len) {
             free(cl->out);
             cl->out = NULL;
+            cl->idle_since_ns = now;
         }
     }
     return 0;
@@ -354,7 +358,7 @@ client_service(struct control *c, struct control_client *cl, uint32_t events, ui
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (cl->events & EPOLLIN))
         r = client_read(c, cl, now);
     cl->backlog = false;
-    while (r == 0 && (r = client_flush(cl)) == 0 && cl->out == NULL && !cl->close_after) {
+    while (r == 0 && (r = client_flush(cl, now)) == 0 && cl->out == NULL && !cl->close_after) {
         if (served == CONTROL_BURST) {
             cl->backlog = true;
             break;
@@ -374,25 +378,54 @@ client_service(struct control *c, struct control_client *cl, uint32_t events, ui
     }
 }
 
-/* Close clients whose partial line or unread reply is older than the timeout. */
+enum client_wait {
+    CLIENT_BACKLOG, /* lines are waiting: serve now */
+    CLIENT_REPLY,   /* an unread reply */
+    CLIENT_LINE,    /* a started line */
+    CLIENT_IDLE,    /* nothing started */
+};
+
+/* When `cl` must be looked at again, and what it is waiting for. */
+static uint64_t
+client_deadline(const struct control *c, const struct control_client *cl, enum client_wait *w)
+{
+    if (cl->backlog) {
+        *w = CLIENT_BACKLOG;
+        return 0;
+    }
+    if (cl->out != NULL) {
+        *w = CLIENT_REPLY;
+        return cl->out_start_ns + c->timeout_ns;
+    }
+    if (cl->in_off < cl->in_len) {
+        *w = CLIENT_LINE;
+        return cl->line_start_ns + c->line_timeout_ns;
+    }
+    *w = CLIENT_IDLE;
+    return cl->idle_since_ns + c->timeout_ns;
+}
+
+/*
+ * Close clients past their deadline: an unread reply, a line not finished
+ * in time (answered ETIMEDOUT first), a connection that never says anything.
+ */
 static void
 clients_expire(struct control *c, uint64_t now)
 {
-    for (unsigned int i = 0; i < CONTROL_MAX_CLIENTS; i++) {
+    for (unsigned int i = 0; i < CONTROL_SLOTS; i++) {
         struct control_client *cl = c->clients[i];
+        enum client_wait w;
 
-        if (cl == NULL)
+        if (cl == NULL || client_deadline(c, cl, &w) > now || w == CLIENT_BACKLOG)
             continue;
-        if (cl->out != NULL && now - cl->out_start_ns >= c->timeout_ns) {
-            c->st.timeouts++;
-            client_close(c, cl);
-        } else if (cl->out == NULL && cl->in_off < cl->in_len && !cl->backlog &&
-                   now - cl->line_start_ns >= c->timeout_ns) {
-            c->st.timeouts++;
+        c->st.timeouts++;
+        if (w == CLIENT_LINE) {
             client_error(c, cl, ETIMEDOUT, "request line incomplete: timed out", now);
             cl->close_after = true;
             client_discard_input(cl);
             client_service(c, cl, 0, now);
+        } else {
+            client_close(c, cl);
         }
     }
 }
@@ -400,15 +433,19 @@ clients_expire(struct control *c, uint64_t now)
 /* --- The listener. --- */
 
 static int
-client_add(struct control *c, int fd, const struct control_peer *peer)
+client_add(struct control *c, int fd, const struct control_peer *peer, uint64_t now)
 {
     struct control_client *cl;
     struct epoll_event ev;
     unsigned int slot = 0;
 
-    while (slot < CONTROL_MAX_CLIENTS && c->clients[slot] != NULL)
+    /* The last CONTROL_ROOT_RESERVE slots are root's alone. */
+    if ((peer->uid != 0 && c->st.clients >= CONTROL_MAX_CLIENTS) ||
+        (!peer->privileged && c->nr_unpriv >= CONTROL_MAX_UNPRIV))
+        return -EBUSY;
+    while (slot < CONTROL_SLOTS && c->clients[slot] != NULL)
         slot++;
-    if (slot == CONTROL_MAX_CLIENTS || (!peer->privileged && c->nr_unpriv >= CONTROL_MAX_UNPRIV))
+    if (slot == CONTROL_SLOTS)
         return -EBUSY;
     cl = calloc(1, sizeof(*cl));
     if (cl == NULL || (cl->in = malloc(CTL_LINE_MAX)) == NULL) {
@@ -419,6 +456,7 @@ client_add(struct control *c, int fd, const struct control_peer *peer)
     cl->slot = slot;
     cl->peer = *peer;
     cl->events = EPOLLIN;
+    cl->idle_since_ns = now;
     ev.events = EPOLLIN;
     ev.data.u64 = CONTROL_TAG_CLIENT + slot;
     if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -438,7 +476,8 @@ static void
 refuse(struct control *c, int fd, int errnum)
 {
     char *line = ctl_response_format_error(
-        errnum, errnum == EBUSY ? "too many clients, try again" : "cannot accept: out of memory");
+        errnum, errnum == EBUSY ? "too many clients: every connection slot is taken, try again"
+                                : "cannot accept: out of memory");
 
     c->st.refused_full += errnum == EBUSY;
     if (line != NULL && send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -478,7 +517,7 @@ listener_accept(struct control *c, uint64_t now)
             close(fd);
             continue;
         }
-        r = client_add(c, fd, &peer);
+        r = client_add(c, fd, &peer, now);
         if (r < 0)
             refuse(c, fd, -r);
     }
@@ -493,18 +532,13 @@ timer_arm(struct control *c)
     uint64_t when = UINT64_MAX;
     int flags = TFD_TIMER_ABSTIME;
 
-    for (unsigned int i = 0; i < CONTROL_MAX_CLIENTS; i++) {
+    for (unsigned int i = 0; i < CONTROL_SLOTS; i++) {
         const struct control_client *cl = c->clients[i];
+        enum client_wait w;
+        uint64_t t;
 
-        if (cl == NULL)
-            continue;
-        if (cl->backlog)
-            when = 0;
-        else if (cl->out != NULL && cl->out_start_ns + c->timeout_ns < when)
-            when = cl->out_start_ns + c->timeout_ns;
-        else if (cl->out == NULL && cl->in_off < cl->in_len &&
-                 cl->line_start_ns + c->timeout_ns < when)
-            when = cl->line_start_ns + c->timeout_ns;
+        if (cl != NULL && (t = client_deadline(c, cl, &w)) < when)
+            when = t;
     }
     if (c->accept_paused_until != 0 && c->accept_paused_until < when)
         when = c->accept_paused_until;
@@ -538,7 +572,7 @@ control_dispatch(struct control *c)
             client_service(c, c->clients[tag - CONTROL_TAG_CLIENT], ev[i].events, now);
         }
     }
-    for (unsigned int i = 0; i < CONTROL_MAX_CLIENTS; i++)
+    for (unsigned int i = 0; i < CONTROL_SLOTS; i++)
         if (c->clients[i] != NULL && c->clients[i]->backlog)
             client_service(c, c->clients[i], 0, now);
     if (c->accept_paused_until != 0 && now >= c->accept_paused_until)
@@ -677,6 +711,7 @@ control_open(struct control **out, const char *path, gid_t group, control_handle
     c->fn = fn;
     c->ctx = ctx;
     c->timeout_ns = CONTROL_TIMEOUT_NS;
+    c->line_timeout_ns = CONTROL_LINE_TIMEOUT_NS;
     snprintf(c->path, sizeof(c->path), "%s", path);
     r = control_setup(c, err, errlen);
     if (r < 0) {
@@ -700,7 +735,7 @@ control_close(struct control *c)
 
     if (c == NULL)
         return;
-    for (unsigned int i = 0; i < CONTROL_MAX_CLIENTS; i++)
+    for (unsigned int i = 0; i < CONTROL_SLOTS; i++)
         if (c->clients[i] != NULL)
             client_close(c, c->clients[i]);
     if (c->lfd >= 0) {
@@ -725,4 +760,6 @@ void
 control_set_timeout(struct control *c, uint64_t timeout_ns)
 {
     c->timeout_ns = timeout_ns;
+    c->line_timeout_ns =
+        timeout_ns < CONTROL_LINE_TIMEOUT_NS ? timeout_ns : CONTROL_LINE_TIMEOUT_NS;
 }

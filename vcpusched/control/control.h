@@ -28,9 +28,14 @@ struct control;
 
 #define CONTROL_MAX_CLIENTS 64 /* connections at once: the CLI and hook use one each, briefly */
 #define CONTROL_MAX_UNPRIV  32 /* of which unprivileged: root always finds a free slot */
-#define CONTROL_TIMEOUT_NS  (10 * NSEC_PER_SEC) /* a line must arrive, a reply be read, in 10 s */
-#define CONTROL_BURST       32          /* requests served per client per dispatch (fairness) */
-#define CONTROL_GROUP_ROOT  ((gid_t)-1) /* control_open group: root only, mode 0600 */
+/* Beyond the 64, for uid 0 only: root (the hook, the operator) gets in when others filled them. */
+#define CONTROL_ROOT_RESERVE 8
+/* A reply must be read, and a connection with nothing started must speak, within 10 s. */
+#define CONTROL_TIMEOUT_NS (10 * NSEC_PER_SEC)
+/* A request line, once started, must be complete within 1 s: slow senders free their slot. */
+#define CONTROL_LINE_TIMEOUT_NS (1 * NSEC_PER_SEC)
+#define CONTROL_BURST           32          /* requests served per client per dispatch (fairness) */
+#define CONTROL_GROUP_ROOT      ((gid_t)-1) /* control_open group: root only, mode 0600 */
 
 /* Who is on the other end, read once with SO_PEERCRED at accept. */
 struct control_peer {
@@ -101,7 +106,7 @@ void control_close(struct control *c);
 
 void control_get_stats(const struct control *c, struct control_stats *out);
 
-/* Tests: replace CONTROL_TIMEOUT_NS. */
+/* Tests: replace CONTROL_TIMEOUT_NS (the line timeout becomes the smaller of the two). */
 void control_set_timeout(struct control *c, uint64_t timeout_ns);
 
 #endif /* VCPUSCHED_CONTROL_H */

@@ -153,6 +153,12 @@ recv_more(struct ctl_client *cl, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * Send a request line and read the response line. A server that refused
+ * the connection (EBUSY: every slot taken) has written its answer and
+ * closed before our request went out: the send then fails, and that
+ * answer is still there to read, so the caller sees EBUSY, not EPIPE.
+ */
 int
 ctl_client_call(struct ctl_client *cl, const char *line, const char **reply, size_t *len, char *err,
                 size_t errlen)
@@ -160,16 +166,20 @@ ctl_client_call(struct ctl_client *cl, const char *line, const char **reply, siz
     char *nl;
     int r;
 
-    if ((r = send_all(cl, line, err, errlen)) < 0)
+    r = send_all(cl, line, err, errlen);
+    if (r < 0 && r != -EPIPE && r != -ECONNRESET)
         return r;
     /* Drop the previous reply. */
     if (cl->used > 0)
         memmove(cl->buf, cl->buf + cl->used, cl->len - cl->used);
     cl->len -= cl->used;
     cl->used = 0;
-    while ((nl = cl->len > 0 ? memchr(cl->buf, '\n', cl->len) : NULL) == NULL)
-        if ((r = recv_more(cl, err, errlen)) < 0)
-            return r;
+    while ((nl = cl->len > 0 ? memchr(cl->buf, '\n', cl->len) : NULL) == NULL) {
+        int rr = recv_more(cl, r < 0 ? NULL : err, r < 0 ? 0 : errlen);
+
+        if (rr < 0)
+            return r < 0 ? r : rr; /* no answer either: the send's error */
+    }
     *nl = '\0';
     cl->used = (size_t)(nl - cl->buf) + 1;
     *reply = cl->buf;

@@ -495,6 +495,13 @@ parse_attach(struct json_object *args, struct ctl_request *req, char *err, size_
     case CTL_TARGET_NONE:
         break;
     }
+    if (r == 0 && json_object_object_get_ex(args, "any_process", &v)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            return fail(err, errlen, -EINVAL, "any_process: must be true or false");
+        if (req->target != CTL_TARGET_PID && req->target != CTL_TARGET_TIDS)
+            return fail(err, errlen, -EINVAL, "any_process: only with pid or tids");
+        req->any_process = json_object_get_boolean(v);
+    }
     return r < 0 ? r : parse_params(args, req, err, errlen);
 }
 
@@ -592,8 +599,8 @@ parse_pool(struct json_object *args, struct ctl_request *req, char *err, size_t 
 /* --- Requests. --- */
 
 static const char *const no_keys[] = {NULL};
-static const char *const attach_keys[] = {"name",    "pid",  "tids",   "qmp",
-                                          "libvirt", "pool", "params", NULL};
+static const char *const attach_keys[] = {"name", "pid",    "tids",        "qmp", "libvirt",
+                                          "pool", "params", "any_process", NULL};
 static const char *const name_keys[] = {"name", NULL};
 static const char *const set_keys[] = {"name", "params", NULL};
 static const char *const help_keys[] = {"policy", NULL};
@@ -813,6 +820,8 @@ format_args(const struct ctl_request *req)
         add_str(args, "name", req->name);
         add_target(args, req);
         add_str(args, "pool", req->pool);
+        if (req->any_process)
+            json_object_object_add(args, "any_process", json_object_new_boolean(1));
         add_params(args, req);
         break;
     case CTL_DETACH:

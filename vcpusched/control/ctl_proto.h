@@ -62,7 +62,8 @@ enum ctl_target {
  *
  * Each field holds the args member of the same name; `name` is the domain
  * for attach/detach/set and the pool for pool create/set/destroy. Use:
- *   attach       name, target + pid/tids/qmp/libvirt, pool ("" = first), params
+ *   attach       name, target + pid/tids/qmp/libvirt, pool ("" = first), any_process,
+ *                params
  *   detach       name
  *   set          name, params (at least one)
  *   pool list    -
@@ -89,6 +90,7 @@ struct ctl_request {
     unsigned int nr_tids;
     char qmp[CTL_QMP_SIZE];
     char libvirt[VS_NAME_SIZE];
+    bool any_process; /* attach by pid/tids: not only QEMU or the caller's own processes */
     struct kv params[VS_PARAMS_MAX];
     size_t nr_params;
     char param_keys[VS_PARAMS_MAX][VS_KEY_SIZE];

@@ -62,7 +62,7 @@ static int show_version(FILE *, struct json_object *);
 static const struct ctl_command commands[] = {
     {"attach", CTL_ATTACH, 0,
      "NAME (--pid PID | --tid TID[,TID...] | --qmp SOCKET | --libvirt DOMAIN) [--pool POOL] "
-     "[key=value ...]",
+     "[--any-process] [key=value ...]",
      build_attach, ctl_show_domain},
     {"detach", CTL_DETACH, 0, "NAME", build_name, NULL},
     {"set", CTL_SET, 0, "NAME key=value ...", build_set, ctl_show_domain},
@@ -227,6 +227,9 @@ attach_option(struct ctl_opts *o, int ch, char *arg)
         return copy_word(req->libvirt, sizeof(req->libvirt), arg, "attach: --libvirt");
     case 'P':
         return copy_word(req->pool, sizeof(req->pool), arg, "attach: --pool");
+    case 'A':
+        req->any_process = true;
+        return 0;
     case 'j':
         o->json = true;
         return 0;
@@ -243,13 +246,10 @@ static int
 command_options(struct ctl_opts *o, int argc, char **argv, bool attach)
 {
     static const struct option attach_opts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"tid", required_argument, NULL, 't'},
-        {"qmp", required_argument, NULL, 'q'},
-        {"libvirt", required_argument, NULL, 'l'},
-        {"pool", required_argument, NULL, 'P'},
-        {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
+        {"pid", required_argument, NULL, 'p'},  {"tid", required_argument, NULL, 't'},
+        {"qmp", required_argument, NULL, 'q'},  {"libvirt", required_argument, NULL, 'l'},
+        {"pool", required_argument, NULL, 'P'}, {"any-process", no_argument, NULL, 'A'},
+        {"json", no_argument, NULL, 'j'},       {NULL, 0, NULL, 0},
     };
     static const struct option plain_opts[] = {
         {"json", no_argument, NULL, 'j'},
@@ -279,7 +279,6 @@ build_none(struct ctl_opts *o, int argc, char **argv)
     return r;
 }
 
-/* detach NAME, pool destroy NAME */
 /*
  * help [POLICY]: the usage, then the daemon's policies and their
  * parameters (the daemon knows them; this program links no policy).
@@ -300,6 +299,7 @@ build_help(struct ctl_opts *o, int argc, char **argv)
     return 0;
 }
 
+/* detach NAME, pool destroy NAME */
 static int
 build_name(struct ctl_opts *o, int argc, char **argv)
 {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/discover.h"
 #include "handlers.h"
@@ -52,9 +53,30 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
     }
 }
 
+/*
+ * Refuse what must never be managed (pid 1, kernel threads, the daemon,
+ * its guardian) and, for targets named by pid or tids, processes that are
+ * neither QEMU nor the caller's own (docs/protocol.md), before anything
+ * of the target is touched.
+ */
 static int
-do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_object **res, char *err,
-          size_t errlen)
+check_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t pid,
+             const struct control_peer *peer, char *err, size_t errlen)
+{
+    struct discover_rules rules = {
+        .daemon = getpid(),
+        .guardian = d->guardian_pid,
+        .caller = peer != NULL ? peer->pid : 0,
+        .any_process = req->any_process,
+    };
+    bool named = req->target == CTL_TARGET_PID || req->target == CTL_TARGET_TIDS;
+
+    return discover_check_target(pid, named, &rules, err, errlen);
+}
+
+static int
+do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct control_peer *peer,
+          struct json_object **res, char *err, size_t errlen)
 {
     pid_t tids[VS_THREADS_MAX], pid;
     const char *source = "";
@@ -62,6 +84,8 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, struct json_objec
     int r;
 
     r = resolve_target(d, req, &pid, tids, &n, &source, err, errlen);
+    if (r == 0)
+        r = check_target(d, req, pid, peer, err, errlen);
     if (r < 0)
         return r;
     r = sched_attach(d->sched, req->name, req->pool[0] ? req->pool : NULL, pid, tids, n,
@@ -192,7 +216,7 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
     struct daemon_ctx *d = ctx;
     int r;
 
-    (void)peer; /* control.c has already refused what a peer may not do */
+    /* control.c has already refused what a peer may not do. */
     *res = NULL;
     switch (req->cmd) {
     case CTL_VERSION:
@@ -207,7 +231,7 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
         snprintf(err, errlen, "no policy '%s' (vcpuschedctl help lists them)", req->policy);
         return -ENOENT;
     case CTL_ATTACH:
-        return do_attach(d, req, res, err, errlen);
+        return do_attach(d, req, peer, res, err, errlen);
     case CTL_DETACH:
         return sched_detach(d->sched, req->name, err, errlen);
     case CTL_SET:

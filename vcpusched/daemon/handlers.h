@@ -22,6 +22,7 @@ struct daemon_ctx {
     cpu_set_t housekeeping; /* CPUs left to the host, the daemon and QEMU's other threads */
     daemon_libvirt_fn libvirt_vcpus;
     void *libvirt_ctx;
+    pid_t guardian_pid; /* never managed; main.c keeps it current */
 };
 
 /* control_handler_fn for the daemon (see control.h). */

@@ -356,6 +356,7 @@ guardian_run(struct daemon *d)
         return;
     }
     d->guard_cpus = d->ctx.housekeeping;
+    d->ctx.guardian_pid = d->guard.pid;
 }
 
 /* The guardian follows the housekeeping set as pools come and go. */
@@ -502,6 +503,7 @@ daemon_start(struct daemon *d)
     if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
         fatalx("%s", err);
     d->guard_cpus = d->ctx.housekeeping;
+    d->ctx.guardian_pid = d->guard.pid;
     signals_block();
     /* A fault on the hot path would be a latency spike for every vCPU. */
     if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)

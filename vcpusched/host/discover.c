@@ -14,6 +14,9 @@
 #include "discover.h"
 #include "qmp.h"
 
+#define PF_KTHREAD         0x00200000 /* include/linux/sched.h: a kernel thread */
+#define DISCOVER_MAX_DEPTH 4096       /* ancestors walked before giving up */
+
 static int
 proc_tgid(pid_t tid, pid_t *tgid)
 {
@@ -185,4 +188,114 @@ out:
     qmp_vcpus_free(&vs);
     qmp_close(q);
     return r;
+}
+
+/* comm, parent and flags of `pid` from /proc/<pid>/stat. */
+static int
+proc_stat(pid_t pid, char *comm, size_t commlen, pid_t *ppid, unsigned long *flags)
+{
+    char path[64], buf[1024], *open_paren, *close_paren;
+    unsigned long f = 0;
+    int pp = 0;
+    FILE *fp;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fp = fopen(path, "re");
+    if (fp == NULL)
+        return -ESRCH;
+    n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    /* comm may hold spaces and parentheses: it ends at the last ')'. */
+    open_paren = strchr(buf, '(');
+    close_paren = strrchr(buf, ')');
+    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
+        sscanf(close_paren + 1, " %*c %d %*d %*d %*d %*d %lu", &pp, &f) != 2)
+        return -EPROTO;
+    snprintf(comm, commlen, "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+    *ppid = (pid_t)pp;
+    *flags = f;
+    return 0;
+}
+
+/* QEMU by its executable (or its comm when /proc/<pid>/exe is not readable). */
+static bool
+is_qemu(pid_t pid, const char *comm)
+{
+    char path[64], exe[256];
+    const char *base;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+    n = readlink(path, exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        base = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+    } else {
+        base = comm;
+    }
+    return strncmp(base, "qemu-system-", 12) == 0 || strcmp(base, "qemu-kvm") == 0;
+}
+
+/* True if `ancestor` is a strict ancestor of `pid`. */
+static bool
+descends_from(pid_t pid, pid_t ancestor)
+{
+    char comm[64];
+    unsigned long flags;
+    pid_t ppid;
+
+    for (unsigned int i = 0; i < DISCOVER_MAX_DEPTH && pid > 1; i++) {
+        if (proc_stat(pid, comm, sizeof(comm), &ppid, &flags) < 0)
+            return false;
+        if (ppid == ancestor)
+            return true;
+        pid = ppid;
+    }
+    return false;
+}
+
+int
+discover_check_target(pid_t pid, bool named, const struct discover_rules *rules, char *err,
+                      size_t errlen)
+{
+    char comm[64];
+    unsigned long flags;
+    pid_t ppid, shell = 0;
+    int r = proc_stat(pid, comm, sizeof(comm), &ppid, &flags);
+
+    if (r < 0) {
+        snprintf(err, errlen, "no process %d", (int)pid);
+        return -ESRCH;
+    }
+    if (pid == 1) {
+        snprintf(err, errlen, "process 1 (%s) is init: never managed", comm);
+        return -EPERM;
+    }
+    if ((flags & PF_KTHREAD) || pid == 2 || ppid == 2) {
+        snprintf(err, errlen, "process %d (%s) is a kernel thread: never managed", (int)pid, comm);
+        return -EPERM;
+    }
+    if (pid == rules->daemon || (rules->guardian > 0 && pid == rules->guardian)) {
+        snprintf(err, errlen, "process %d (%s) is vcpuschedd%s: never managed", (int)pid, comm,
+                 pid == rules->daemon ? "" : "'s guardian");
+        return -EPERM;
+    }
+    if (!named || rules->any_process || is_qemu(pid, comm))
+        return 0;
+    if (rules->caller > 0) {
+        char ccomm[64];
+        unsigned long cflags;
+
+        if (proc_stat(rules->caller, ccomm, sizeof(ccomm), &shell, &cflags) < 0)
+            shell = 0;
+    }
+    if (shell > 1 && pid != rules->caller && descends_from(pid, shell))
+        return 0;
+    snprintf(err, errlen,
+             "process %d (%s) is neither QEMU nor started from the caller's shell: "
+             "attach --any-process to manage it anyway",
+             (int)pid, comm);
+    return -EPERM;
 }

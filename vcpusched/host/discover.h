@@ -11,6 +11,7 @@
 #ifndef VCPUSCHED_DISCOVER_H
 #define VCPUSCHED_DISCOVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,5 +31,25 @@ int discover_qmp(const char *path, pid_t *pid, pid_t *tids, unsigned int max, un
                  char *err, size_t errlen);
 /* Check vCPU thread ids reported for QEMU process `pid` (same rules). */
 int discover_check_vcpus(pid_t pid, const pid_t *tids, unsigned int n, char *err, size_t errlen);
+
+/* Who asks for an attach, and who must never be managed. */
+struct discover_rules {
+    pid_t daemon;     /* the daemon itself */
+    pid_t guardian;   /* its guardian (0: none) */
+    pid_t caller;     /* the peer asking (SO_PEERCRED), 0 if unknown */
+    bool any_process; /* attach --any-process: drop the QEMU-or-caller's rule */
+};
+
+/*
+ * May process `pid` be managed? Never pid 1, a kernel thread, the daemon
+ * or its guardian (-EPERM with the reason). For a target named by pid or
+ * thread ids (`named`), also only a QEMU or a process started from where
+ * the caller runs (a strict descendant of the caller's parent: the shell
+ * or test that runs vcpuschedctl, not that shell itself), unless
+ * `any_process`. QMP and libvirt targets are QEMU's vCPU threads already.
+ * Reads /proc only.
+ */
+int discover_check_target(pid_t pid, bool named, const struct discover_rules *rules, char *err,
+                          size_t errlen);
 
 #endif /* VCPUSCHED_DISCOVER_H */
