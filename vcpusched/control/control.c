@@ -583,11 +583,17 @@ control_dispatch(struct control *c)
 
 /* --- Set-up. --- */
 
-/* Create the socket's directory 0755 if it is missing (one level). */
+/*
+ * Create the socket's directory 0755 if it is missing (one level). One of
+ * ours that others cannot enter (the state file's, made 0700) is opened
+ * to the control group for traversal only (0710): its members must reach
+ * the socket, and still cannot list or change the directory.
+ */
 static int
-socket_dir(const char *path, char *err, size_t errlen)
+socket_dir(const char *path, gid_t group, char *err, size_t errlen)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    struct stat st;
     char *slash;
 
     snprintf(dir, sizeof(dir), "%s", path);
@@ -597,7 +603,14 @@ socket_dir(const char *path, char *err, size_t errlen)
     *slash = '\0';
     if (mkdir(dir, 0755) == 0)
         return chmod(dir, 0755) < 0 ? syserr(err, errlen, "chmod", dir) : 0;
-    return errno == EEXIST ? 0 : syserr(err, errlen, "mkdir", dir);
+    if (errno != EEXIST)
+        return syserr(err, errlen, "mkdir", dir);
+    if (group == CONTROL_GROUP_ROOT || stat(dir, &st) < 0 || st.st_uid != geteuid() ||
+        (st.st_mode & S_IXOTH) || (st.st_gid == group && (st.st_mode & S_IXGRP)))
+        return 0;
+    if (chown(dir, (uid_t)-1, group) < 0 || chmod(dir, (st.st_mode & 0700) | 0010) < 0)
+        return syserr(err, errlen, "open to the control group", dir);
+    return 0;
 }
 
 /*
@@ -678,8 +691,8 @@ control_setup(struct control *c, char *err, size_t errlen)
     int r;
 
     memcpy(sa.sun_path, c->path, strlen(c->path) + 1);
-    if ((r = socket_dir(c->path, err, errlen)) < 0 || (r = socket_claim(&sa, err, errlen)) < 0 ||
-        (r = socket_bind(c, &sa, err, errlen)) < 0)
+    if ((r = socket_dir(c->path, c->group, err, errlen)) < 0 ||
+        (r = socket_claim(&sa, err, errlen)) < 0 || (r = socket_bind(c, &sa, err, errlen)) < 0)
         return r;
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

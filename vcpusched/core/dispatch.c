@@ -73,7 +73,6 @@ act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what
     sp->st.act_errors++;
     if (r == -ESRCH) {
         th->gone = true; /* vanished mid-decision: the reaper detaches it */
-        atomic_store(&sp->s->gone_pending, true);
     }
     snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid, what,
              strerror(-r));
@@ -117,6 +116,13 @@ pool_cpu_of(const struct sched_pool *sp, int host)
     return -1;
 }
 
+void
+dispatch_thread_gone(struct sched_pool *sp, struct sched_thread *th, uint64_t now)
+{
+    th->gone = true; /* maybe already, by an actuation that met ESRCH */
+    pool_sleep(&sp->pool, th->pv, now); /* a no-op if it sleeps already */
+}
+
 /* Apply one kernel event to a thread (pool lock held). */
 static void
 apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events_rec *r,
@@ -150,9 +156,7 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
         break;
     case EVENTS_EXIT:
         account_stop(sp, th, r->ran_ns);
-        th->gone = true;
-        pool_sleep(&sp->pool, th->pv, now);
-        atomic_store(&sp->s->gone_pending, true);
+        dispatch_thread_gone(sp, th, now);
         break;
     case EVENTS_CHARGE:
         pool_account(&sp->pool, th->pv, r->ran_ns);

@@ -516,17 +516,51 @@ dom_all_gone(struct sched_dom *d)
     return gone;
 }
 
+/* True once the domain's process has exited: a zombie leader, or no process. */
+static bool
+dom_process_exited(const struct sched_dom *d)
+{
+    char state;
+
+    return act_read_stat(d->pid, d->pid, &state, NULL) < 0 || state == 'Z' || state == 'X';
+}
+
+/*
+ * The process is gone or dying: mark its vanished threads gone (their exit
+ * events may never come, e.g. lost, or not yet read), and thaw the parked
+ * ones, which cannot finish dying while frozen.
+ */
+static void
+dom_collect_exited(struct sched_dom *d)
+{
+    uint64_t now = sched_now();
+
+    sched_pool_lock(d->sp);
+    for (unsigned int i = 0; i < d->nr_threads; i++) {
+        struct sched_thread *th = &d->threads[i];
+
+        if (th->gone)
+            continue;
+        if (!act_thread_alive(d->pid, th->act->tid, th->act->start_time))
+            dispatch_thread_gone(d->sp, th, now);
+        else if (th->act->frozen)
+            (void)act_thaw(th->act);
+    }
+    dispatch_apply(d->sp, now);
+    sched_pool_unlock(d->sp);
+}
+
 int
 sched_reap(struct sched *s)
 {
     struct sched_dom *d, *next;
     int n = 0;
 
-    if (!atomic_exchange(&s->gone_pending, false))
-        return 0;
     pthread_mutex_lock(&s->lock);
     for (d = TAILQ_FIRST(&s->doms); d != NULL; d = next) {
         next = TAILQ_NEXT(d, link);
+        if (dom_process_exited(d))
+            dom_collect_exited(d);
         if (dom_all_gone(d)) {
             dom_detach(s, d);
             n++;

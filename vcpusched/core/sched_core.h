@@ -67,7 +67,12 @@ int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
 int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
 int sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char *err,
               size_t errlen);
-/* Detach domains whose threads have all exited. Returns how many. */
+/*
+ * Detach domains whose threads have all exited. A domain whose process has
+ * exited has its vanished threads marked gone here, whatever events were
+ * seen, and its parked threads thawed so that they can die: the 250 ms
+ * housekeeping pass reaps a killed QEMU within a second. Returns how many.
+ */
 int sched_reap(struct sched *s);
 /*
  * After lost events (a full ring), re-read every managed thread's state

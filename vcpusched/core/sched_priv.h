@@ -119,7 +119,6 @@ struct sched {
     unsigned int nr_pools;
     struct sched_dom_list doms;
     struct sched_thread *_Atomic threads[STATEFILE_SLOTS]; /* by slot */
-    atomic_bool gone_pending;
     atomic_bool resync; /* events were lost: re-read thread states */
     uint64_t resyncs;
     uint64_t start_ns;
@@ -144,6 +143,8 @@ void dispatch_apply(struct sched_pool *sp, uint64_t now);
 void dispatch_kick(struct sched_pool *sp, uint64_t cpus);
 /* Release a thread's actuation state (pool lock held). */
 void dispatch_forget(struct sched_pool *sp, struct sched_thread *th);
+/* A thread exited: it sleeps for good and the reaper may detach its domain (pool lock held). */
+void dispatch_thread_gone(struct sched_pool *sp, struct sched_thread *th, uint64_t now);
 /* Forget that a thread is on a CPU (its switch events were lost). */
 void dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th);
 

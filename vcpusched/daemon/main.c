@@ -50,39 +50,19 @@ struct daemon {
     int ep;
 };
 
-/* Another live daemon owning the state file? (Then we must not touch it.) */
-static bool
-owner_alive(pid_t pid)
-{
-    char path[64], comm[32] = "";
-    FILE *f;
-
-    if (pid <= 0 || pid == getpid())
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-    f = fopen(path, "re");
-    if (f == NULL)
-        return false;
-    if (fgets(comm, sizeof(comm), f) == NULL)
-        comm[0] = '\0';
-    fclose(f);
-    return strncmp(comm, "vcpuschedd", 10) == 0;
-}
-
 static void
 state_open(struct daemon *d)
 {
     char err[256];
     int n;
 
-    if (statefile_open(&d->sf, d->cfg.state, err, sizeof(err)) < 0)
+    if (statefile_open(&d->sf, d->cfg.state, err, sizeof(err)) < 0 ||
+        statefile_own(&d->sf, d->cfg.state, STATEFILE_OWN_WAIT_MS, err, sizeof(err)) < 0)
         fatalx("%s", err);
-    if (owner_alive(d->sf.hdr->owner_pid))
-        fatalx("another vcpuschedd (pid %d) owns %s", (int)d->sf.hdr->owner_pid, d->cfg.state);
+    /* Ours now: what a predecessor and its guardian left is restored first. */
     n = statefile_restore_all(&d->sf);
     if (n > 0)
         log_warnx("restored %d thread(s) left by a previous daemon", n);
-    d->sf.hdr->owner_pid = getpid();
 }
 
 static void
@@ -97,8 +77,13 @@ rt_runtime_setup(struct daemon *d)
     if (d->cfg.rt_runtime_set && rt != d->cfg.rt_runtime_us) {
         if (statefile_set_rt_runtime(&d->sf, d->cfg.rt_runtime_us) < 0)
             fatal("set sched_rt_runtime_us to %lld", (long long)d->cfg.rt_runtime_us);
-        log_info("sched_rt_runtime_us %lld -> %lld (restored at exit)", (long long)rt,
-                 (long long)d->cfg.rt_runtime_us);
+        log_info("sched_rt_runtime_us %lld -> %lld (restored at exit)%s", (long long)rt,
+                 (long long)d->cfg.rt_runtime_us,
+                 d->cfg.rt_runtime_us < 0
+                     ? ": real-time throttling off for every group; cgroup v1 "
+                       "cpu.rt_runtime_us files keep their values but are not enforced "
+                       "while it is -1"
+                     : "");
         return;
     }
     if (rt >= 0)
@@ -351,7 +336,8 @@ guardian_run(struct daemon *d)
 {
     char err[256];
 
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0) {
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, err,
+                       sizeof(err)) < 0) {
         log_warnx("%s", err);
         return;
     }
@@ -500,7 +486,8 @@ daemon_start(struct daemon *d)
     rt_group_report(d);
     housekeeping_setup(d);
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, err, sizeof(err)) < 0)
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, err,
+                       sizeof(err)) < 0)
         fatalx("%s", err);
     d->guard_cpus = d->ctx.housekeeping;
     d->ctx.guardian_pid = d->guard.pid;
@@ -532,6 +519,7 @@ daemon_stop(struct daemon *d)
     events_close(d->ev);
     (void)statefile_restore_all(&d->sf); /* sched_rt_runtime_us, and anything missed */
     d->sf.hdr->owner_pid = 0;
+    statefile_disown(&d->sf); /* nothing left to restore: the guardian may go at once */
     guardian_stop(&d->guard);
     statefile_close(&d->sf);
     if (d->cfg.pidfile[0] != '\0')

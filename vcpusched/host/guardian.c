@@ -36,8 +36,9 @@ close_other_fds(int keep1, int keep2)
 }
 
 static _Noreturn void
-guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus)
+guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus, int rt_prio)
 {
+    struct sched_param sp = {.sched_priority = rt_prio};
     sigset_t all;
     char buf[64];
     ssize_t n;
@@ -53,8 +54,15 @@ guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus)
     do {
         n = read(fd, buf, sizeof(buf));
     } while (n > 0 || (n < 0 && errno == EINTR));
-    /* EOF: the daemon is gone, cleanly or not. */
-    restored = statefile_restore_all(sf);
+    /*
+     * EOF: the daemon is gone, cleanly or not. Restore at a real-time
+     * priority (a loaded housekeeping CPU must not delay it; refused in a
+     * cpu cgroup without RT runtime: then as we are), without waiting for
+     * the lock: held, it means a newer daemon owns the threads now.
+     */
+    if (rt_prio > 0)
+        (void)sched_setscheduler(0, SCHED_FIFO, &sp);
+    restored = statefile_guardian_restore(sf, sf->gen);
     if (restored > 0) {
         openlog("vcpusched-guard", LOG_PID, LOG_DAEMON);
         syslog(LOG_WARNING, "daemon died: restored %d thread(s)", restored);
@@ -64,8 +72,8 @@ guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus)
 }
 
 int
-guardian_start(struct guardian *g, struct statefile *sf, const cpu_set_t *cpus, char *err,
-               size_t errlen)
+guardian_start(struct guardian *g, struct statefile *sf, const cpu_set_t *cpus, int rt_prio,
+               char *err, size_t errlen)
 {
     int p[2];
     pid_t pid;
@@ -83,10 +91,11 @@ guardian_start(struct guardian *g, struct statefile *sf, const cpu_set_t *cpus, 
     }
     if (pid == 0) {
         close(p[1]);
-        guardian_main(p[0], sf, cpus);
+        guardian_main(p[0], sf, cpus, rt_prio);
     }
     close(p[0]);
     g->pid = pid;
+    sf->hdr->guardian_pid = pid;
     g->fd = p[1];
     return 0;
 }

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,59 +18,112 @@
 
 #define RT_RUNTIME_PATH "/proc/sys/kernel/sched_rt_runtime_us"
 
-static int
-mkdir_parent(const char *path)
+/* The directory part of `path` into dir (empty when there is none). */
+static void
+dir_of(const char *path, char *dir, size_t len)
 {
-    char dir[256];
-    char *slash;
+    const char *slash = strrchr(path, '/');
 
-    snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
+    if (slash == NULL || slash == path)
+        snprintf(dir, len, "%s", slash == path ? "/" : ".");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - path), path);
+}
+
+/*
+ * The state file's directory: created 0700 if missing; else a real
+ * directory of ours that nobody else may write to (or plant files in).
+ */
+static int
+check_dir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    char dir[PATH_MAX];
+
+    dir_of(path, dir, sizeof(dir));
+    if (mkdir(dir, 0700) == 0)
         return 0;
-    *slash = '\0';
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+    if (errno != EEXIST) {
+        snprintf(err, errlen, "state file %s: create directory %s: %s", path, dir, strerror(errno));
         return -errno;
+    }
+    if (lstat(dir, &st) < 0) {
+        snprintf(err, errlen, "state file %s: %s: %s", path, dir, strerror(errno));
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(err, errlen,
+                 "state file %s: directory %s is %s: it must be a directory of root's that "
+                 "nobody else may write to (default /run/vcpusched)",
+                 path, dir,
+                 !S_ISDIR(st.st_mode)                       ? "not a directory"
+                 : st.st_uid != geteuid() && st.st_uid != 0 ? "owned by another user"
+                                                            : "writable by others");
+        return -EPERM;
+    }
     return 0;
+}
+
+/*
+ * Open the file itself: never through a symlink; an existing one must be a
+ * regular file of ours, mode 0600, of the expected size (or empty: a
+ * crash between create and truncate); a missing one is created exclusively.
+ */
+static int
+open_file(const char *path, size_t len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    const char *why = NULL;
+    struct stat st;
+
+    if (fd < 0 && errno == ENOENT)
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "state file %s: %s%s", path, strerror(errno),
+                 errno == ELOOP ? " (a symlink: refused)" : "");
+        return -errno;
+    }
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_uid != geteuid())
+        why = "owned by another user";
+    else if ((st.st_mode & 07777) != 0600)
+        why = "not mode 0600";
+    else if (st.st_size != 0 && (size_t)st.st_size != len)
+        why = "of an unexpected size (another version?)";
+    else if (st.st_size == 0 && ftruncate(fd, (off_t)len) < 0)
+        why = strerror(errno);
+    if (why != NULL) {
+        snprintf(err, errlen, "state file %s: %s: refused", path, why);
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
 }
 
 int
 statefile_open(struct statefile *sf, const char *path, char *err, size_t errlen)
 {
     size_t len = sizeof(struct statefile_hdr) + STATEFILE_SLOTS * sizeof(struct statefile_slot);
-    struct stat st;
     void *map;
     int r;
 
     memset(sf, 0, sizeof(*sf));
-    sf->fd = -1;
-    r = mkdir_parent(path);
-    if (r < 0) {
-        snprintf(err, errlen, "state file %s: create directory: %s", path, strerror(-r));
+    sf->fd = sf->lock_fd = -1;
+    if ((r = check_dir(path, err, errlen)) < 0)
         return r;
-    }
-    sf->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (sf->fd < 0 || fstat(sf->fd, &st) < 0) {
-        r = -errno;
-        snprintf(err, errlen, "state file %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (st.st_size != 0 && (size_t)st.st_size != len) {
-        snprintf(err, errlen, "state file %s: unexpected size %lld (another version?)", path,
-                 (long long)st.st_size);
-        r = -EINVAL;
-        goto fail;
-    }
-    if (st.st_size == 0 && ftruncate(sf->fd, (off_t)len) < 0) {
-        r = -errno;
-        snprintf(err, errlen, "state file %s: %s", path, strerror(errno));
-        goto fail;
-    }
+    if ((r = sf->fd = open_file(path, len, err, errlen)) < 0)
+        return r;
     map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
     if (map == MAP_FAILED) {
         r = -errno;
         snprintf(err, errlen, "state file %s: mmap: %s", path, strerror(errno));
-        goto fail;
+        close(sf->fd);
+        sf->fd = -1;
+        return r;
     }
     sf->map_len = len;
     sf->hdr = map;
@@ -85,11 +140,50 @@ statefile_open(struct statefile *sf, const char *path, char *err, size_t errlen)
         return -EINVAL;
     }
     return 0;
-fail:
-    if (sf->fd >= 0)
-        close(sf->fd);
-    sf->fd = -1;
-    return r;
+}
+
+int
+statefile_own(struct statefile *sf, const char *path, unsigned int wait_ms, char *err,
+              size_t errlen)
+{
+    struct stat a, b;
+    unsigned int waited = 0;
+
+    /* A description of our own: the guardian must not share this lock. */
+    sf->lock_fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (sf->lock_fd < 0 || fstat(sf->lock_fd, &a) < 0 || fstat(sf->fd, &b) < 0 ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        snprintf(err, errlen, "state file %s: reopen: %s", path,
+                 sf->lock_fd < 0 ? strerror(errno) : "replaced meanwhile");
+        return -EIO;
+    }
+    while (flock(sf->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            snprintf(err, errlen, "state file %s: lock: %s", path, strerror(errno));
+            return -errno;
+        }
+        if (waited >= wait_ms) {
+            snprintf(err, errlen,
+                     "state file %s is held by another vcpuschedd (pid %d) or its guardian "
+                     "(pid %d) still restoring threads after %u ms",
+                     path, (int)sf->hdr->owner_pid, (int)sf->hdr->guardian_pid, waited);
+            return -EBUSY;
+        }
+        usleep(20 * 1000);
+        waited += 20;
+    }
+    sf->gen = sf->hdr->generation + 1;
+    __atomic_store_n(&sf->hdr->generation, sf->gen, __ATOMIC_RELEASE);
+    sf->hdr->owner_pid = getpid();
+    return 0;
+}
+
+void
+statefile_disown(struct statefile *sf)
+{
+    if (sf->lock_fd >= 0)
+        close(sf->lock_fd);
+    sf->lock_fd = -1;
 }
 
 void
@@ -99,8 +193,10 @@ statefile_close(struct statefile *sf)
         munmap(sf->hdr, sf->map_len);
     if (sf->fd >= 0)
         close(sf->fd);
+    if (sf->lock_fd >= 0)
+        close(sf->lock_fd); /* releases the owner lock */
     memset(sf, 0, sizeof(*sf));
-    sf->fd = -1;
+    sf->fd = sf->lock_fd = -1;
 }
 
 int
@@ -110,6 +206,7 @@ statefile_alloc(struct statefile *sf)
         if (!sf->slots[i].used) {
             memset(&sf->slots[i].act, 0, sizeof(sf->slots[i].act));
             sf->slots[i].act.cpu = -1;
+            sf->slots[i].gen = sf->gen;
             __atomic_store_n(&sf->slots[i].used, 1, __ATOMIC_RELEASE);
             return i;
         }
@@ -182,24 +279,63 @@ statefile_set_rt_runtime(struct statefile *sf, int64_t us)
     return cur == us ? 0 : rt_runtime_write(us);
 }
 
-int
-statefile_restore_all(struct statefile *sf)
+/* Restore the used slots of generation `gen` (0: every generation). */
+static int
+restore_slots(struct statefile *sf, uint32_t gen)
 {
     int n = 0;
 
     for (int i = 0; i < STATEFILE_SLOTS; i++) {
         struct statefile_slot *s = &sf->slots[i];
 
-        if (!s->used)
+        if (!s->used || (gen != 0 && s->gen != gen))
             continue;
         if (act_restore_saved(s->act.pid, s->act.tid, s->act.start_time, &s->act.orig,
                               s->act.frozen) > 0)
             n++;
         statefile_release(sf, i);
     }
+    return n;
+}
+
+static void
+restore_rt_runtime(struct statefile *sf)
+{
     if (sf->hdr->rt_saved) {
         (void)rt_runtime_write(sf->hdr->rt_runtime_orig);
         sf->hdr->rt_saved = 0;
     }
+}
+
+int
+statefile_restore_all(struct statefile *sf)
+{
+    int n = restore_slots(sf, 0);
+
+    restore_rt_runtime(sf);
+    return n;
+}
+
+int
+statefile_guardian_restore(struct statefile *sf, uint32_t gen)
+{
+    unsigned int waited_ms = 0;
+    int n;
+
+    /*
+     * sf->fd is our description (the daemon's copy died with it). The
+     * dying daemon closes its pipe end before its lock's descriptor, and
+     * we, woken at a real-time priority, may get here in between: so the
+     * lock is retried briefly. A newer daemon holds it for good: give up.
+     */
+    while (flock(sf->fd, LOCK_EX | LOCK_NB) < 0) {
+        if (waited_ms >= STATEFILE_GUARDIAN_WAIT_MS)
+            return -EBUSY;
+        usleep(1000);
+        waited_ms++;
+    }
+    n = restore_slots(sf, gen);
+    if (__atomic_load_n(&sf->hdr->generation, __ATOMIC_ACQUIRE) == gen)
+        restore_rt_runtime(sf);
     return n;
 }

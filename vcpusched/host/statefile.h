@@ -9,6 +9,21 @@
  * only after the thread is restored, so a death at any instant leaves a
  * complete list. The live `struct act_thread` of a managed thread is the
  * slot itself: every change the actuator records is already on file.
+ *
+ * Ownership. A daemon holds an exclusive flock on the file (its own open
+ * file description, which its guardian does not share) for as long as it
+ * lives, and bumps the header's generation when it takes the file over;
+ * every slot records the generation that wrote it. A guardian restores
+ * only under the same lock, taken without waiting once its daemon is gone,
+ * and only its own generation's slots: a guardian that wakes up late
+ * (stopped, starved) while a newer daemon owns the file finds the lock
+ * taken and leaves everything alone. A daemon starting while a
+ * predecessor's guardian still restores waits for that lock (bounded).
+ *
+ * The file is opened without following symlinks and must be a regular
+ * file of ours (uid, mode 0600, its size) in a directory nobody else may
+ * write to; a missing file is created exclusively, a missing directory
+ * with mode 0700.
  */
 #ifndef VCPUSCHED_STATEFILE_H
 #define VCPUSCHED_STATEFILE_H
@@ -21,13 +36,17 @@
 #include "actuator.h"
 
 #define STATEFILE_MAGIC   0x76637331u /* "vcs1" */
-#define STATEFILE_VERSION 1
-#define STATEFILE_SLOTS   4096 /* managed threads per daemon */
+#define STATEFILE_VERSION 2           /* 2: generations and the owner lock */
+#define STATEFILE_SLOTS   4096        /* managed threads per daemon */
 #define STATEFILE_DEFAULT "/run/vcpusched/state"
+/* How long a new daemon waits for a predecessor's guardian to finish. */
+#define STATEFILE_OWN_WAIT_MS 5000
+/* How long a guardian waits for its dying daemon to let go of the lock. */
+#define STATEFILE_GUARDIAN_WAIT_MS 200
 
 struct statefile_slot {
     uint32_t used;
-    uint32_t pad;
+    uint32_t gen; /* the generation of the daemon that took the slot */
     struct act_thread act;
 };
 
@@ -38,21 +57,34 @@ struct statefile_hdr {
     uint32_t rt_saved; /* 1: rt_runtime_orig holds the value to restore */
     int64_t rt_runtime_orig;
     uint32_t nr_slots;
+    uint32_t generation;  /* bumped by each daemon that takes the file over */
+    int32_t guardian_pid; /* the owner's guardian, for messages */
     uint32_t pad;
 };
 
 struct statefile {
-    int fd;
+    int fd;      /* mapped; shared with the guardian */
+    int lock_fd; /* the daemon's own description of the file: holds the owner lock */
+    uint32_t gen;
     size_t map_len;
     struct statefile_hdr *hdr;
     struct statefile_slot *slots;
 };
 
 /*
- * Map the file at `path` (created 0600 with its directory if missing). An
- * existing file of another layout is refused. Does not restore anything.
+ * Map the file at `path` (see the header comment for the checks). An
+ * existing file of another layout or owner is refused. Restores nothing.
  */
 int statefile_open(struct statefile *sf, const char *path, char *err, size_t errlen);
+/*
+ * Become the file's owner: take the owner lock, waiting up to wait_ms for
+ * a predecessor's guardian that is still restoring (-EBUSY after that,
+ * naming who holds it), then start a new generation.
+ */
+int statefile_own(struct statefile *sf, const char *path, unsigned int wait_ms, char *err,
+                  size_t errlen);
+/* Let go of the owner lock (at a clean exit, once everything is restored). */
+void statefile_disown(struct statefile *sf);
 void statefile_close(struct statefile *sf);
 
 /* Take a free slot (marked used, zeroed); -ENOSPC when all are taken. */
@@ -63,9 +95,17 @@ struct act_thread *statefile_act(struct statefile *sf, int slot);
 /*
  * Restore every used slot (threads whose start time no longer matches are
  * skipped), free them, and restore sched_rt_runtime_us if it was saved.
- * Returns the number of threads restored.
+ * Returns the number of threads restored. The owner only.
  */
 int statefile_restore_all(struct statefile *sf);
+/*
+ * The guardian of generation `gen`, its daemon gone: take the lock (waiting
+ * at most STATEFILE_GUARDIAN_WAIT_MS for the dying daemon to release it)
+ * and restore that generation's slots (and sched_rt_runtime_us if the
+ * generation is still the file's). -EBUSY if a newer daemon owns the file:
+ * then nothing is touched. Else the number of threads restored.
+ */
+int statefile_guardian_restore(struct statefile *sf, uint32_t gen);
 /* Number of used slots. */
 int statefile_count(const struct statefile *sf);
 
