@@ -10,10 +10,16 @@
 # Usage: build-image.sh [--cache DIR] [--force]
 # Prints, on stdout, shell assignments for the caller to eval:
 #   VS_IMAGE_DIR=...  VS_KERNEL=...  VS_INITRD=...  VS_IMAGE_KEY=...
+#
+# The images go to QEMU, which libvirt runs as its own user: when other
+# users cannot reach the cache (a clone in root's 0700 home), the entry is
+# published to $VS_IMAGE_SHARED (default /var/cache/vcpusched/images),
+# root's and readable by all, and those paths are printed instead.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${VS_IMAGE_CACHE:-$here/cache}
+shared=${VS_IMAGE_SHARED:-/var/cache/vcpusched/images}
 force=0
 # Fixed mtime for every file in the archive; part of the cache key.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
@@ -170,6 +176,36 @@ cache_valid() {
     [ -f "$1/sha256sums" ] && (cd "$1" && sha256sum --quiet -c sha256sums >/dev/null 2>&1)
 }
 
+# True if every directory on the way to $1 lets other users through and
+# the files in it are readable by them (what libvirt's QEMU user needs).
+readable_by_others() {
+    local d=$1
+    while [ "$d" != / ] && [ -n "$d" ]; do
+        [ $((0$(stat -c %a "$d") & 01)) -ne 0 ] || return 1
+        d=$(dirname "$d")
+    done
+    [ $((0$(stat -c %a "$1/vmlinuz") & 04)) -ne 0 ] && [ $((0$(stat -c %a "$1/initrd.img") & 04)) -ne 0 ]
+}
+
+# Copy entry $1 (key $2) to the shared directory, unless a valid copy is there.
+publish() {
+    local src=$1 key=$2 dst=$shared/$2 stage
+    if cache_valid "$dst" && readable_by_others "$dst"; then
+        echo "$dst"
+        return
+    fi
+    mkdir -p -m 0755 "$shared"
+    stage=$(mktemp -d "$shared/.publish.XXXXXX")
+    cp "$src/vmlinuz" "$src/initrd.img" "$src/sha256sums" "$stage/"
+    chmod 0644 "$stage"/*
+    chmod 0755 "$stage"
+    rm -rf "$dst"
+    mv "$stage" "$dst"
+    readable_by_others "$dst" || die "published $dst, but other users still cannot read it"
+    log "the cache $cache is not readable by other users (libvirt's QEMU): published $dst"
+    echo "$dst"
+}
+
 main() {
     local kernel key dir start
     check_inputs
@@ -192,6 +228,7 @@ main() {
         log "built in $(awk -v s="$start" -v e="$(date +%s.%N)" \
             'BEGIN { printf "%.1f", e - s }') s, initrd $(stat -c %s "$dir/initrd.img") bytes"
     fi
+    readable_by_others "$dir" || dir=$(publish "$dir" "$key")
     printf 'VS_IMAGE_DIR=%q\nVS_KERNEL=%q\nVS_INITRD=%q\nVS_IMAGE_KEY=%q\n' \
         "$dir" "$dir/vmlinuz" "$dir/initrd.img" "$key"
 }

@@ -4,7 +4,8 @@
 # vm-images/build-image.sh: builds from a clean cache, a second call reuses
 # the entry (same key, same bytes), a forced rebuild gives identical bytes
 # (reproducible), another SOURCE_DATE_EPOCH gives another key, and bad input
-# is refused without touching the cache.
+# is refused without touching the cache; a cache other users cannot reach
+# is published where they can.
 . "$(dirname "$0")/vm_lib.sh"
 
 cache=$T/cache
@@ -39,6 +40,19 @@ check "one entry in the cache" test "$(find "$cache" -mindepth 1 -maxdepth 1 ! -
 SOURCE_DATE_EPOCH=1600000000 build >"$T/fourth" || bail "build with another epoch failed"
 . "$T/fourth"
 check "another SOURCE_DATE_EPOCH gives another key" test "$VS_IMAGE_KEY" != "$first_key"
+
+# A cache other users cannot reach (a clone in root's 0700 home): the entry
+# is published where libvirt's QEMU user can read it.
+mkdir -m 0700 "$T/private"
+VS_IMAGE_CACHE=$T/private/cache VS_IMAGE_SHARED=$T/shared "$vm_dir/build-image.sh" \
+    >"$T/fifth" 2>"$T/build.err" || bail "build in a 0700 directory failed: $(cat "$T/build.err")"
+. "$T/fifth"
+check "a 0700 cache publishes its entry to the shared directory" \
+    test "$VS_IMAGE_DIR" = "$T/shared/$VS_IMAGE_KEY"
+check "the published images are readable by another user" \
+    runuser -u nobody -- sh -c "test -r '$VS_KERNEL' && test -r '$VS_INITRD'"
+check "the published images are the cached bytes" \
+    test "$(sums "$VS_IMAGE_DIR")" = "$(sums "$T/private/cache/$VS_IMAGE_KEY")"
 
 before=$(ls -A "$cache" | sort)
 check "unknown option is refused" sh -c "! VS_IMAGE_CACHE='$cache' '$vm_dir/build-image.sh' --bogus 2>'$T/err'"
