@@ -199,10 +199,13 @@ static int
 conn_take_line(struct qmp_conn *c, const char **line, size_t *len, char *errbuf, size_t errlen)
 {
     /* rbuf is NULL until the first read: no memchr() on it then. */
-    char *nl = c->rlen > c->rscan ? memchr(c->rbuf + c->rscan, '\n', c->rlen - c->rscan) : NULL;
+    char *nl;
     char msg[QMP_ERRLEN];
     size_t content;
 
+    /* The buffer's marks: consumed <= scanned <= received <= capacity. */
+    QMP_ASSERT(c->rstart <= c->rscan && c->rscan <= c->rlen && c->rlen <= c->rcap);
+    nl = c->rlen > c->rscan ? memchr(c->rbuf + c->rscan, '\n', c->rlen - c->rscan) : NULL;
     if (nl == NULL) {
         c->rscan = c->rlen;
         content = c->rlen - c->rstart;
@@ -233,6 +236,7 @@ conn_make_room(struct qmp_conn *c)
         c->rscan -= c->rstart;
         c->rstart = 0;
     }
+    QMP_ASSERT(c->rstart == 0 && c->rscan <= c->rlen && c->rlen <= c->rcap);
     if (c->rlen < c->rcap)
         return 0;
     if (c->rcap >= limit)

@@ -4,8 +4,8 @@
 # The README's test command: installs what is missing, builds with -Werror,
 # runs every test (unit, simulator, integration on real threads, QEMU and
 # libvirtd), then rebuilds with ASan+UBSan and runs them all again, then
-# checks formatting and runs the fuzzers briefly. Needs root (SCHED_FIFO,
-# cgroups, BPF, libvirtd).
+# with TSan the tests that run threads, then checks formatting and runs the
+# fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd).
 #
 # As root:
 #   ./scripts/test.sh            everything
@@ -23,22 +23,32 @@ fi
 ./scripts/deps.sh
 jobs=$(nproc)
 
-run_suite() { # name, extra cmake args...
-    local dir="$top/build/$1"
+run_suite() { # name, extra cmake args... [-- extra ctest args...]
+    local dir="$top/build/$1" cmake_args=() ctest_args=()
     shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do cmake_args+=("$1"); shift; done
+    [ $# -gt 0 ] && shift && ctest_args=("$@")
     echo "== build $dir"
-    cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "$@" >/dev/null
+    cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "${cmake_args[@]}" >/dev/null
     cmake --build "$dir" -j "$jobs"
     echo "== test $dir"
     # Integration tests serialise themselves (tests/integration/run-exclusive).
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "${ctest_args[@]}"
 }
 
 run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 [ "$quick" = 1 ] && exit 0
 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON
+    VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON
+
+# ThreadSanitizer on what runs threads: the control server, the event
+# source, the daemon's dispatchers (both patterns) and its libvirt watcher.
+# A report stops the reporting process (halt_on_error): a test, or the
+# daemon, whose log the tests check (tests/integration/vstest.py).
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
+    run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON \
+    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|policies|libvirt))$'
 
 echo "== format"
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror

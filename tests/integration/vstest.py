@@ -194,9 +194,22 @@ class Daemon:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
 
+    # What a sanitizer or a broken invariant (VS_ASSERT) writes: the test fails.
+    REPORTS = ("ThreadSanitizer:", "AddressSanitizer:", "LeakSanitizer:", "runtime error:",
+               "invariant broken:")
+
+    def check_log(self):
+        log = self.read_log() if os.path.exists(self.log) else ""
+        for r in self.REPORTS:
+            if r in log:
+                raise AssertionError(f"vcpuschedd reported '{r}':\n{log[-6000:]}")
+
     def cleanup(self):
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            self.check_log()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def read(path):

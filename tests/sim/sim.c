@@ -272,7 +272,7 @@ static bool
 step(struct sim *s)
 {
     struct pool *p = &s->pool;
-    uint64_t need;
+    int need;
 
     for (unsigned int i = 0; i < s->nr_vcpus; i++) {
         struct sim_vcpu *v = s->vcpus[i];
@@ -299,14 +299,14 @@ step(struct sim *s)
             return true;
         }
     }
-    need = pool_need_pick(p);
-    if (need != 0) {
-        unsigned int c = (unsigned int)__builtin_ctzll(need);
+    need = cpuset_next(pool_need_pick(p), 0);
+    if (need >= 0) {
+        unsigned int c = (unsigned int)need;
 
         if (s->pick_delay_ns == 0) {
             pool_pick(p, c, s->now);
         } else {
-            p->need_pick &= ~(1ULL << c);
+            cpuset_clear(&p->need_pick, c);
             if (s->now + s->pick_delay_ns < s->repick_at[c])
                 s->repick_at[c] = s->now + s->pick_delay_ns;
         }
@@ -405,15 +405,15 @@ int
 sim_init(struct sim *s, const char *policy, unsigned int nr_cpus, const struct policy_cpu *cpus,
          const char *params, char *err)
 {
-    struct policy_cpu flat[POLICY_MAX_CPUS];
+    struct policy_cpu flat[CPUSET_MAX];
     struct kv kv[VS_PARAMS_MAX];
     char buf[4096];
     size_t n;
     int r;
 
     memset(s, 0, sizeof(*s));
-    if (nr_cpus == 0 || nr_cpus > POLICY_MAX_CPUS) {
-        snprintf(err, POLICY_ERRLEN, "1..%d CPUs", POLICY_MAX_CPUS);
+    if (nr_cpus == 0 || nr_cpus > CPUSET_MAX) {
+        snprintf(err, POLICY_ERRLEN, "1..%d CPUs", CPUSET_MAX);
         return -EINVAL;
     }
     if (cpus == NULL) {
@@ -427,10 +427,10 @@ sim_init(struct sim *s, const char *policy, unsigned int nr_cpus, const struct p
     r = pool_init(&s->pool, "sim", policy, cpus, nr_cpus, kv, n, err);
     if (r < 0)
         return r;
-    for (unsigned int c = 0; c < POLICY_MAX_CPUS; c++)
+    for (unsigned int c = 0; c < CPUSET_MAX; c++)
         s->repick_at[c] = POLICY_NEVER;
     /* Every CPU takes a first decision at t=0. */
-    s->pool.need_pick = nr_cpus == 64 ? ~0ULL : (1ULL << nr_cpus) - 1;
+    cpuset_fill(&s->pool.need_pick, nr_cpus);
     return 0;
 }
 
@@ -484,11 +484,21 @@ struct pool_dom *
 sim_dom_add(struct sim *s, const char *name, unsigned int nr_vcpus, struct sim_demand demand,
             uint64_t affinity, const char *params, char *err)
 {
+    struct cpuset aff = cpuset_of_word(affinity);
+
+    return sim_dom_add_set(s, name, nr_vcpus, demand, &aff, params, err);
+}
+
+struct pool_dom *
+sim_dom_add_set(struct sim *s, const char *name, unsigned int nr_vcpus, struct sim_demand demand,
+                const struct cpuset *affinity, const char *params, char *err)
+{
     struct kv kv[VS_PARAMS_MAX];
-    uint64_t aff[SIM_MAX_VCPUS];
+    struct cpuset *aff;
     struct pool_dom *d;
     char buf[4096];
     size_t n;
+    int r;
 
     if (nr_vcpus == 0 || s->nr_vcpus + nr_vcpus > SIM_MAX_VCPUS) {
         snprintf(err, POLICY_ERRLEN, "sim: at most %d vCPUs", SIM_MAX_VCPUS);
@@ -496,9 +506,14 @@ sim_dom_add(struct sim *s, const char *name, unsigned int nr_vcpus, struct sim_d
     }
     if (split(params, buf, sizeof(buf), kv, &n, err) < 0)
         return NULL;
-    for (unsigned int i = 0; i < nr_vcpus; i++)
-        aff[i] = affinity;
-    if (pool_dom_add(&s->pool, name, nr_vcpus, aff, kv, n, s->now, &d, err) < 0)
+    aff = calloc(nr_vcpus, sizeof(*aff));
+    if (aff == NULL)
+        abort();
+    for (unsigned int i = 0; affinity != NULL && i < nr_vcpus; i++)
+        aff[i] = *affinity;
+    r = pool_dom_add(&s->pool, name, nr_vcpus, aff, kv, n, s->now, &d, err);
+    free(aff);
+    if (r < 0)
         return NULL;
     for (unsigned int i = 0; i < nr_vcpus; i++) {
         struct sim_vcpu *v = calloc(1, sizeof(*v));

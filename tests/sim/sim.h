@@ -23,7 +23,7 @@
 
 #include "policy/pool.h"
 
-#define SIM_MAX_VCPUS 256
+#define SIM_MAX_VCPUS VS_THREADS_MAX
 
 enum sim_kind {
     SIM_IDLE,     /* never runnable unless sim_wake() is called */
@@ -87,8 +87,8 @@ struct sim {
     uint64_t now;
     uint64_t stats_start;
     uint64_t pick_delay_ns; /* tickle-to-pick latency of the modelled core */
-    uint64_t repick_at[POLICY_MAX_CPUS];
-    struct sim_cpu cpu[POLICY_MAX_CPUS];
+    uint64_t repick_at[CPUSET_MAX];
+    struct sim_cpu cpu[CPUSET_MAX];
     struct sim_vcpu *vcpus[SIM_MAX_VCPUS];
     unsigned int nr_vcpus;
     bool record; /* keep a timeline of runs */
@@ -108,9 +108,13 @@ void sim_fini(struct sim *s);
 
 /*
  * Attach a domain of nr_vcpus vCPUs, all with `demand`, parameters
- * "k=v ..." (may be NULL), `affinity` the allowed pool CPUs (0 = all).
- * Returns the domain, or NULL with err filled.
+ * "k=v ..." (may be NULL), `affinity` the allowed pool CPUs (empty or
+ * NULL: all). Returns the domain, or NULL with err filled.
  */
+struct pool_dom *sim_dom_add_set(struct sim *s, const char *name, unsigned int nr_vcpus,
+                                 struct sim_demand demand, const struct cpuset *affinity,
+                                 const char *params, char *err);
+/* The same with CPUs 0..63 as a word (0 = all), for small pools written by hand. */
 struct pool_dom *sim_dom_add(struct sim *s, const char *name, unsigned int nr_vcpus,
                              struct sim_demand demand, uint64_t affinity, const char *params,
                              char *err);

@@ -80,7 +80,7 @@ simtool_join_kv(const struct simtool_words *ws, size_t first, const bool *skip, 
 static int
 simtool_start(struct simtool *t, char *err)
 {
-    struct policy_cpu cpus[POLICY_MAX_CPUS];
+    struct policy_cpu cpus[CPUSET_MAX];
     unsigned int per_socket = t->nr_cpus / t->sockets;
     char perr[POLICY_ERRLEN];
 
@@ -142,8 +142,8 @@ cmd_cpus(struct simtool *t, struct simtool_words *ws, char *err)
 {
     uint64_t n, v;
 
-    if (simtool_uint(ws->w[1], POLICY_MAX_CPUS, &n, err) < 0 || n == 0) {
-        snprintf(err, SIMTOOL_ERRLEN, "cpus: 1..%d CPUs", POLICY_MAX_CPUS);
+    if (simtool_uint(ws->w[1], CPUSET_MAX, &n, err) < 0 || n == 0) {
+        snprintf(err, SIMTOOL_ERRLEN, "cpus: 1..%d CPUs", CPUSET_MAX);
         return -EINVAL;
     }
     t->nr_cpus = (unsigned int)n;
@@ -183,7 +183,8 @@ cmd_dom(struct simtool *t, struct simtool_words *ws, char *err)
 {
     bool used[SIMTOOL_MAX_WORDS] = {false};
     struct sim_demand dem = sim_busy();
-    uint64_t nv = 1, aff = 0;
+    uint64_t nv = 1;
+    struct cpuset aff;
     char params[SIMTOOL_MAX_LINE], perr[POLICY_ERRLEN];
     bool have_demand = false;
 
@@ -192,6 +193,7 @@ cmd_dom(struct simtool *t, struct simtool_words *ws, char *err)
         return -EINVAL;
     }
     used[0] = used[1] = true;
+    cpuset_zero(&aff);
     for (size_t i = 2; i < ws->n; i++) {
         if (used[i])
             continue;
@@ -211,8 +213,8 @@ cmd_dom(struct simtool *t, struct simtool_words *ws, char *err)
     }
     if (simtool_join_kv(ws, 2, used, params, sizeof(params), err) < 0)
         return -EINVAL;
-    if (sim_dom_add(&t->sim, ws->w[1], (unsigned int)nv, dem, aff, params[0] ? params : NULL,
-                    perr) == NULL) {
+    if (sim_dom_add_set(&t->sim, ws->w[1], (unsigned int)nv, dem, &aff, params[0] ? params : NULL,
+                        perr) == NULL) {
         snprintf(err, SIMTOOL_ERRLEN, "dom %.40s: %s", ws->w[1], perr);
         return -EINVAL;
     }

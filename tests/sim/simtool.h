@@ -30,7 +30,7 @@ int simtool_duration(const char *s, uint64_t *ns, char *err);
 /* Non-negative decimal integer, at most `max`. */
 int simtool_uint(const char *s, uint64_t max, uint64_t *out, char *err);
 /* CPU list "0,2-3" of a pool of nr_cpus into a mask. */
-int simtool_cpulist(const char *s, unsigned int nr_cpus, uint64_t *mask, char *err);
+int simtool_cpulist(const char *s, unsigned int nr_cpus, struct cpuset *mask, char *err);
 
 /*
  * A demand: "busy", "idle", "manual", "duty run=D sleep=D [phase=D]",

@@ -91,29 +91,20 @@ simtool_duration(const char *s, uint64_t *ns, char *err)
     return -EINVAL;
 }
 
+/* A kernel CPU list (common/cpuset.h's parser) of pool CPUs 0..nr_cpus-1, not empty. */
 int
-simtool_cpulist(const char *s, unsigned int nr_cpus, uint64_t *mask, char *err)
+simtool_cpulist(const char *s, unsigned int nr_cpus, struct cpuset *mask, char *err)
 {
-    char buf[SIMTOOL_MAX_LINE], *save = NULL, *tok;
+    char msg[128];
+    struct cpuset all;
 
-    snprintf(buf, sizeof(buf), "%s", s);
-    *mask = 0;
-    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        char *dash = strchr(tok, '-');
-        uint64_t lo, hi;
-
-        if (dash != NULL)
-            *dash = '\0';
-        if (simtool_uint(tok, nr_cpus - 1, &lo, err) < 0 ||
-            simtool_uint(dash ? dash + 1 : tok, nr_cpus - 1, &hi, err) < 0 || hi < lo) {
-            snprintf(err, SIMTOOL_ERRLEN, "bad CPU list '%.40s' (CPUs are 0..%u)", s, nr_cpus - 1);
-            return -EINVAL;
-        }
-        for (uint64_t c = lo; c <= hi; c++)
-            *mask |= 1ULL << c;
+    if (cpulist_parse(s, mask, msg, sizeof(msg)) < 0) {
+        snprintf(err, SIMTOOL_ERRLEN, "bad CPU list '%.40s': %s", s, msg);
+        return -EINVAL;
     }
-    if (*mask == 0) {
-        snprintf(err, SIMTOOL_ERRLEN, "empty CPU list");
+    cpuset_fill(&all, nr_cpus);
+    if (cpuset_empty(mask) || !cpuset_subset(mask, &all)) {
+        snprintf(err, SIMTOOL_ERRLEN, "bad CPU list '%.40s' (CPUs are 0..%u)", s, nr_cpus - 1);
         return -EINVAL;
     }
     return 0;

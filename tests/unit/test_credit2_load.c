@@ -81,7 +81,7 @@ static const struct arrange_case arrange_cases[] = {
 START_TEST(test_credit2_arrangement)
 {
     const struct arrange_case *c = &arrange_cases[_i];
-    struct policy_cpu cpus[POLICY_MAX_CPUS];
+    struct policy_cpu cpus[CPUSET_MAX];
     unsigned int n = make_topo(c->topo, cpus);
     char name[16], err[POLICY_ERRLEN] = "";
     struct sim s;

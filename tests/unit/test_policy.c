@@ -85,7 +85,7 @@ START_TEST(test_pool_attach_rules)
 {
     struct sim s;
     char err[POLICY_ERRLEN];
-    uint64_t aff[2] = {1ULL << 5, 0};
+    struct cpuset aff[2] = {cpuset_of_word(1ULL << 5), cpuset_of_word(0)};
 
     sim_start(&s, "rr", 2, NULL);
     sim_add_ok(&s, "web-1.example", 1, sim_busy(), NULL);
@@ -155,6 +155,119 @@ START_TEST(test_pool_detach_reattach)
 }
 END_TEST
 
+/*
+ * A policy with only the mandatory ops (one CPU, vCPUs run in turn, no
+ * parameters): the optional ones take their defaults through the
+ * wrappers, and the ops check refuses tables that lack a mandatory op.
+ */
+struct mini_priv {
+    struct policy_vcpu *v[4];
+    unsigned int n, next;
+};
+
+static int
+mini_init(struct policy *pol, const struct policy_values *pv, char *err)
+{
+    (void)pv, (void)err;
+    pol->priv = calloc(1, sizeof(struct mini_priv));
+    return pol->priv != NULL ? 0 : -ENOMEM;
+}
+
+static void
+mini_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
+{
+    struct mini_priv *p = pol->priv;
+
+    (void)now;
+    if (p->n < 4)
+        p->v[p->n++] = v;
+}
+
+static void
+mini_vcpu_remove(struct policy *pol, struct policy_vcpu *v, uint64_t now)
+{
+    struct mini_priv *p = pol->priv;
+
+    (void)now;
+    for (unsigned int i = 0; i < p->n; i++)
+        if (p->v[i] == v)
+            p->v[i] = p->v[--p->n];
+}
+
+static void
+mini_event(struct policy *pol, struct policy_vcpu *v, uint64_t now)
+{
+    (void)v, (void)now;
+    policy_tickle(pol, 0);
+}
+
+static void
+mini_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_decision *out)
+{
+    struct mini_priv *p = pol->priv;
+
+    (void)cpu;
+    for (unsigned int k = 0; k < p->n; k++) {
+        struct policy_vcpu *v = p->v[(p->next + k) % p->n];
+
+        if (v->runnable) {
+            p->next = (p->next + k + 1) % p->n;
+            out->vcpu = v;
+            out->until = now + NSEC_PER_MSEC;
+            return;
+        }
+    }
+}
+
+static const struct policy_ops mini_ops = {
+    .name = "mini",
+    .init = mini_init,
+    .vcpu_add = mini_vcpu_add,
+    .vcpu_remove = mini_vcpu_remove,
+    .wake = mini_event,
+    .sleep = mini_event,
+    .pick = mini_pick,
+};
+
+START_TEST(test_optional_ops_default)
+{
+    static const struct policy_cpu cpu0 = {0, 0, 0, 0};
+    struct policy_ops no_pick = mini_ops, params_no_set = mini_ops;
+    static const struct policy_param one[] = {{"x", POLICY_PARAM_INT, 0, 9, 0, "x"}, {NULL}};
+    struct policy_dom d = {.id = 1, .name = "d", .nr_vcpus = 1};
+    struct policy_vcpu v = {.id = 1, .dom = &d};
+    struct policy_vcpu *vs[1] = {&v};
+    struct policy_decision out = {NULL, POLICY_NEVER};
+    struct policy_values none = {0};
+    char err[POLICY_ERRLEN] = "";
+    struct policy pol;
+
+    ck_assert_msg(policy_ops_check(&mini_ops, err) == 0, "%s", err);
+    no_pick.pick = NULL;
+    ck_assert_int_eq(policy_ops_check(&no_pick, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "mandatory op missing"));
+    params_no_set.pool_params = one;
+    ck_assert_int_eq(policy_ops_check(&params_no_set, err), -EINVAL);
+    d.vcpus = vs;
+    cpuset_fill(&v.affinity, 1);
+    ck_assert_int_eq(policy_create(&pol, &mini_ops, &cpu0, 1, NULL, 0, err), 0);
+    ck_assert_int_eq(policy_dom_add(&pol, &d, &none, err), 0); /* default: accept */
+    mini_ops.vcpu_add(&pol, &v, 0);
+    v.runnable = true;
+    policy_charge(&pol, &v, 1000, 1); /* default: ignored */
+    policy_yield(&pol, &v, 2);        /* default: nothing */
+    policy_timer(&pol, 3);            /* default: nothing */
+    ck_assert_int_eq(policy_set_params(&pol, NULL, &none, 4, err), 0);
+    policy_get_params(&pol, NULL, NULL); /* default: writes nothing (no sink used) */
+    policy_vcpu_stats(&pol, &v, NULL);
+    mini_ops.pick(&pol, 0, 5, &out);
+    ck_assert_ptr_eq(out.vcpu, &v);
+    mini_ops.vcpu_remove(&pol, &v, 6);
+    policy_dom_remove(&pol, &d); /* default: nothing */
+    policy_destroy(&pol);        /* default fini: frees pol->priv (ASan checks the leak) */
+}
+END_TEST
+
 static Suite *
 policy_suite(void)
 {
@@ -164,6 +277,7 @@ policy_suite(void)
     tcase_add_loop_test(tc, test_values_parse, 0, sizeof(parse_cases) / sizeof(parse_cases[0]));
     tcase_add_test(tc, test_values_defaults_and_set);
     tcase_add_test(tc, test_registry);
+    tcase_add_test(tc, test_optional_ops_default);
     suite_add_tcase(s, tc);
     tc = tcase_create("pool");
     tcase_add_test(tc, test_pool_attach_rules);

@@ -79,6 +79,41 @@ cpuset_next(const struct cpuset *s, int from)
 #define cpuset_for_each(cpu, s)                                                                    \
     for ((cpu) = cpuset_next((s), 0); (cpu) >= 0; (cpu) = cpuset_next((s), (cpu) + 1))
 
+/* The next CPU of s after n, wrapping around (Xen's cpumask_cycle); -1 if empty. */
+static inline int
+cpuset_cycle(const struct cpuset *s, unsigned int n)
+{
+    int c = cpuset_next(s, (int)n + 1);
+
+    return c >= 0 ? c : cpuset_next(s, 0);
+}
+
+/* dst = a & b, dst = a & ~b (dst may be a or b). */
+static inline void
+cpuset_and2(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b)
+{
+    for (unsigned int i = 0; i < CPUSET_WORDS; i++)
+        dst->w[i] = a->w[i] & b->w[i];
+}
+
+static inline void
+cpuset_andnot2(struct cpuset *dst, const struct cpuset *a, const struct cpuset *b)
+{
+    for (unsigned int i = 0; i < CPUSET_WORDS; i++)
+        dst->w[i] = a->w[i] & ~b->w[i];
+}
+
+/* CPUs 0..63 from one word, for small sets written by hand (tests). */
+static inline struct cpuset
+cpuset_of_word(uint64_t w)
+{
+    struct cpuset s;
+
+    cpuset_zero(&s);
+    s.w[0] = w;
+    return s;
+}
+
 /* CPUs 0..n-1 (n <= CPUSET_MAX). */
 void cpuset_fill(struct cpuset *s, unsigned int n);
 unsigned int cpuset_count(const struct cpuset *s);

@@ -119,7 +119,8 @@ pool_cpu_of(const struct sched_pool *sp, int host)
 void
 dispatch_thread_gone(struct sched_pool *sp, struct sched_thread *th, uint64_t now)
 {
-    th->gone = true; /* maybe already, by an actuation that met ESRCH */
+    VS_ASSERT(sched_pool_held(sp));
+    th->gone = true;                    /* maybe already, by an actuation that met ESRCH */
     pool_sleep(&sp->pool, th->pv, now); /* a no-op if it sleeps already */
 }
 
@@ -130,6 +131,7 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
 {
     bool frozen = th->act->frozen;
 
+    VS_ASSERT(sched_pool_held(sp));
     sp->st.events++;
     switch (r->type) {
     case EVENTS_WAKE:
@@ -143,7 +145,7 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
         if (th->on_cpu >= 0)
             account_stop(sp, th, 0);
         th->on_cpu = pool_cpu_of(sp, r->cpu);
-        th->run_since = th->acct_from = r->ts_ns;
+        th->acct_from = r->ts_ns;
         th->seg_accounted = 0;
         th->switches++;
         if (th->on_cpu >= 0)
@@ -169,20 +171,21 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
 struct drain_ctx {
     struct sched *s;
     uint64_t now;
-    struct sched_cpu *self;
-    uint64_t kick[SCHED_MAX_POOLS];
+    struct cpuset kick[SCHED_MAX_POOLS];
     struct sched_pool *pools[SCHED_MAX_POOLS];
     unsigned int nr;
 };
 
-/* CPUs of sp that need a pick and were not kicked yet (pool lock held). */
-static uint64_t
-take_kicks(struct sched_pool *sp)
+/* Add to *out the CPUs of sp that need a pick and were not kicked yet (pool lock held). */
+static void
+take_kicks(struct sched_pool *sp, struct cpuset *out)
 {
-    uint64_t need = pool_need_pick(&sp->pool) & ~sp->kicked;
+    struct cpuset need;
 
-    sp->kicked |= need;
-    return need;
+    VS_ASSERT(sched_pool_held(sp));
+    cpuset_andnot2(&need, pool_need_pick(&sp->pool), &sp->kicked);
+    cpuset_or(&sp->kicked, &need);
+    cpuset_or(out, &need);
 }
 
 static void
@@ -205,14 +208,18 @@ drain_one(void *arg, const struct events_rec *r)
         return; /* a record of a thread detached since */
     sp = th->dom->sp;
     pthread_mutex_lock(&sp->lock);
+    sched_pool_locked_by_me(sp, true);
     if (th->pv != NULL && !th->detached)
         apply_record(sp, th, r, c->now);
     for (k = 0; k < c->nr && c->pools[k] != sp; k++)
         ;
-    if (k == c->nr && c->nr < SCHED_MAX_POOLS)
+    if (k == c->nr && c->nr < SCHED_MAX_POOLS) {
         c->pools[c->nr++] = sp;
+        cpuset_zero(&c->kick[k]);
+    }
     if (k < c->nr)
-        c->kick[k] |= take_kicks(sp);
+        take_kicks(sp, &c->kick[k]);
+    sched_pool_locked_by_me(sp, false);
     pthread_mutex_unlock(&sp->lock);
 }
 
@@ -224,7 +231,7 @@ drain_one(void *arg, const struct events_rec *r)
 static int
 drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
 {
-    struct drain_ctx c = {.s = s, .now = now, .self = self};
+    struct drain_ctx c = {.s = s, .now = now};
     int n;
 
     if (pthread_mutex_trylock(&s->ev_lock) != 0)
@@ -232,11 +239,9 @@ drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
     n = events_poll(s->ev, now, drain_one, &c);
     pthread_mutex_unlock(&s->ev_lock);
     for (unsigned int k = 0; k < c.nr; k++) {
-        uint64_t m = c.kick[k];
-
         if (self != NULL && c.pools[k] == self->sp)
-            m &= ~(1ULL << self->index); /* we decide right after */
-        dispatch_kick(c.pools[k], m);
+            cpuset_clear(&c.kick[k], self->index); /* we decide right after */
+        dispatch_kick(c.pools[k], &c.kick[k]);
     }
     return n;
 }
@@ -271,6 +276,10 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
     const struct act_prio *prio = &sp->s->cfg.prio;
     struct sched_thread *want = owner(sp->pool.cpu[c->index].elected);
     struct sched_thread *cur = c->mid;
+
+    VS_ASSERT(sched_pool_held(sp));
+    /* The thread at MID here is MID here, and a thread of this pool. */
+    VS_ASSERT(cur == NULL || (cur->mid_on == (int)c->index && cur->dom->sp == sp));
     char err[POLICY_ERRLEN];
 
     if (want != NULL && want->gone)
@@ -314,12 +323,14 @@ void
 dispatch_apply(struct sched_pool *sp, uint64_t now)
 {
     (void)now;
+    VS_ASSERT(sched_pool_held(sp));
     apply_dirty(sp);
 }
 
 void
 dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
 {
+    VS_ASSERT(sched_pool_held(sp));
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         if (sp->cpus[i].mid == th)
             sp->cpus[i].mid = NULL;
@@ -333,6 +344,7 @@ dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
 void
 dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th)
 {
+    VS_ASSERT(sched_pool_held(sp));
     if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
         sp->cpus[th->on_cpu].running = NULL;
     th->on_cpu = -1;
@@ -340,19 +352,31 @@ dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th)
 }
 
 void
-dispatch_kick(struct sched_pool *sp, uint64_t cpus)
+dispatch_kick(struct sched_pool *sp, const struct cpuset *cpus)
 {
     static const uint64_t one = 1;
+    int i;
 
-    if (cpus == 0)
+    if (cpuset_empty(cpus))
         return;
     if (sp->pattern != SCHED_SHARED) {
         atomic_store(&sp->poke, true);
         return;
     }
-    for (unsigned int i = 0; i < sp->nr_cpus; i++)
-        if (cpus & (1ULL << i))
+    cpuset_for_each(i, cpus)
+    {
+        if ((unsigned int)i < sp->nr_cpus)
             (void)!write(sp->cpus[i].kick_fd, &one, sizeof(one));
+    }
+}
+
+static void
+dispatch_kick_all(struct sched_pool *sp)
+{
+    struct cpuset all;
+
+    cpuset_fill(&all, sp->nr_cpus);
+    dispatch_kick(sp, &all);
 }
 
 /*
@@ -410,21 +434,25 @@ switch_seen(const struct sched_pool *sp, const struct sched_cpu *c, uint64_t now
  * CPUs to wake.
  */
 static uint64_t
-cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, uint64_t *kick)
+cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, struct cpuset *kick)
 {
-    uint64_t bit = 1ULL << c->index, next;
+    uint64_t next;
 
+    VS_ASSERT(sched_pool_held(sp));
     sp->st.decisions++;
     account_running(sp, now);
     if (c->index == 0)
         pool_timer(&sp->pool, now);
-    if ((pool_need_pick(&sp->pool) & bit) || (c->until <= now && switch_seen(sp, c, now))) {
+    if (cpuset_has(pool_need_pick(&sp->pool), c->index) ||
+        (c->until <= now && switch_seen(sp, c, now))) {
         pool_pick(&sp->pool, c->index, now);
-        sp->kicked &= ~bit;
+        cpuset_clear(&sp->kicked, c->index);
     }
     apply_dirty(sp);
     cpu_deadline(sp, c, actuate_cpu(sp, c), now);
-    *kick = take_kicks(sp) & ~bit;
+    cpuset_zero(kick);
+    take_kicks(sp, kick);
+    cpuset_clear(kick, c->index);
     next = c->until;
     if (c->index == 0 && sp->pool.pol.timer < next)
         next = sp->pool.pol.timer;
@@ -508,7 +536,8 @@ shared_main(void *arg)
         }
     }
     while (!atomic_load(&sp->stop)) {
-        uint64_t kick = 0, next;
+        struct cpuset kick;
+        uint64_t next;
         int n = epoll_wait(ep, ev, 4, -1);
 
         for (int i = 0; i < n; i++)
@@ -516,9 +545,11 @@ shared_main(void *arg)
                 (void)!read(ev[i].data.fd, &buf, sizeof(buf));
         drain_events(sp->s, sched_now(), c);
         pthread_mutex_lock(&sp->lock);
+        sched_pool_locked_by_me(sp, true);
         next = cpu_step(sp, c, sched_now(), &kick);
+        sched_pool_locked_by_me(sp, false);
         pthread_mutex_unlock(&sp->lock);
-        dispatch_kick(sp, kick);
+        dispatch_kick(sp, &kick);
         if (c->slice_ns != 0)
             next = slice_start(c, next);
         timer_arm(c, next);
@@ -536,11 +567,13 @@ shared_main(void *arg)
 static bool
 dedicated_step(struct sched_pool *sp, uint64_t now)
 {
-    uint64_t next = POLICY_NEVER, kick;
+    uint64_t next = POLICY_NEVER;
+    struct cpuset kick;
 
     if ((!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due)) ||
         atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0)
         return false;
+    sched_pool_locked_by_me(sp, true);
     atomic_store(&sp->poke, false);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
@@ -549,6 +582,7 @@ dedicated_step(struct sched_pool *sp, uint64_t now)
             next = t;
     }
     atomic_store(&sp->next_due, next);
+    sched_pool_locked_by_me(sp, false);
     pthread_mutex_unlock(&sp->lock);
     return true;
 }
@@ -696,7 +730,7 @@ dispatch_start(struct sched_pool *sp, char *err, size_t errlen)
         }
         c->started = true;
     }
-    dispatch_kick(sp, ~0ULL);
+    dispatch_kick_all(sp);
     return 0;
 }
 
@@ -708,7 +742,7 @@ dispatch_stop(struct sched_pool *sp)
         return;
     }
     atomic_store(&sp->stop, true);
-    dispatch_kick(sp, ~0ULL);
+    dispatch_kick_all(sp);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         if (sp->cpus[i].started)
             pthread_join(sp->cpus[i].thread, NULL);

@@ -23,14 +23,19 @@ sched_pool_lock(struct sched_pool *sp)
 {
     atomic_fetch_add(&sp->ctl_waiting, 1);
     pthread_mutex_lock(&sp->lock);
+    sched_pool_locked_by_me(sp, true);
     atomic_fetch_sub(&sp->ctl_waiting, 1);
 }
 
 void
 sched_pool_unlock(struct sched_pool *sp)
 {
-    dispatch_kick(sp, pool_need_pick(&sp->pool) & ~sp->kicked);
-    sp->kicked |= pool_need_pick(&sp->pool);
+    struct cpuset kick;
+
+    cpuset_andnot2(&kick, pool_need_pick(&sp->pool), &sp->kicked);
+    dispatch_kick(sp, &kick);
+    cpuset_or(&sp->kicked, pool_need_pick(&sp->pool));
+    sched_pool_locked_by_me(sp, false);
     pthread_mutex_unlock(&sp->lock);
 }
 
@@ -53,6 +58,9 @@ sched_create(struct sched **out, const struct sched_config *cfg, struct statefil
     s->cfg = *cfg;
     s->sf = sf;
     s->ev = ev;
+    /* A busy-polling dispatcher never sleeps on the ring: no forced wake-ups. */
+    s->ev_wakeup = cfg->pattern != SCHED_DEDICATED;
+    events_set_wakeup(ev, s->ev_wakeup);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->ev_lock, NULL);
     TAILQ_INIT(&s->doms);
@@ -195,7 +203,7 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
             .sp = sp, .index = i, .host = cpus[i].cpu, .kick_fd = -1, .timer_fd = -1};
     }
     /* Every CPU takes its first decision as its dispatcher starts. */
-    sp->pool.need_pick = nr_cpus == 64 ? ~0ULL : (1ULL << nr_cpus) - 1;
+    cpuset_fill(&sp->pool.need_pick, nr_cpus);
     r = pool_fds(sp, err, errlen);
     if (r == 0)
         r = dispatch_start(sp, err, errlen);
@@ -300,11 +308,11 @@ dom_release(struct sched *s, struct sched_dom *d)
 
 /* Record, probe and watch each thread: nothing scheduled yet. */
 static int
-dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64_t *aff, char *err,
-                 size_t errlen)
+dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, struct cpuset *aff,
+                 char *err, size_t errlen)
 {
     struct sched_pool *sp = d->sp;
-    int hosts[POLICY_MAX_CPUS];
+    int hosts[CPUSET_MAX];
     int r;
 
     for (unsigned int i = 0; i < sp->nr_cpus; i++)
@@ -323,7 +331,7 @@ dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, uint64
         r = act_thread_open(th->act, d->pid, tids[i], err, errlen);
         if (r == 0) {
             r = act_probe_cpus(th->act, hosts, sp->nr_cpus, &aff[i]);
-            if (r >= 0 && aff[i] == 0) {
+            if (r >= 0 && cpuset_empty(&aff[i])) {
                 snprintf(err, errlen,
                          "thread %d may not run on any cpu of pool %s (its cgroup cpuset)",
                          (int)tids[i], sp->pool.name);
@@ -345,6 +353,7 @@ dom_start(struct sched_pool *sp, struct sched_dom *d, uint64_t now, char *err, s
     struct sched *s = sp->s;
     int r;
 
+    VS_ASSERT(sched_pool_held(sp));
     for (unsigned int i = 0; i < d->nr_threads; i++) {
         struct sched_thread *th = &d->threads[i];
 
@@ -384,7 +393,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
              unsigned int n, const struct kv *kv, size_t nkv, const char *source, char *err,
              size_t errlen)
 {
-    uint64_t aff[VS_THREADS_MAX];
+    struct cpuset *aff = NULL;
     char perr[POLICY_ERRLEN];
     struct sched_dom *d;
     struct sched_pool *sp;
@@ -409,7 +418,8 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
     }
     r = -ENOMEM;
     d = calloc(1, sizeof(*d));
-    if (d == NULL || (d->threads = calloc(n, sizeof(d->threads[0]))) == NULL) {
+    aff = calloc(n, sizeof(*aff));
+    if (d == NULL || aff == NULL || (d->threads = calloc(n, sizeof(d->threads[0]))) == NULL) {
         free(d);
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -443,6 +453,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
     TAILQ_INSERT_TAIL(&s->doms, d, link);
 out:
     pthread_mutex_unlock(&s->lock);
+    free(aff);
     return r;
 }
 
@@ -576,6 +587,7 @@ thread_resync(struct sched_pool *sp, struct sched_thread *th, uint64_t now)
 {
     char state;
 
+    VS_ASSERT(sched_pool_held(sp));
     if (th->gone || th->act->frozen || act_read_stat(th->dom->pid, th->act->tid, &state, NULL) < 0)
         return 0;
     dispatch_forget_running(sp, th);

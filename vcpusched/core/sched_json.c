@@ -189,6 +189,15 @@ pool_json(struct sched_pool *sp)
     json_object_object_add(o, "events", json_object_new_int64((int64_t)sp->st.events));
     json_object_object_add(o, "violations",
                            json_object_new_int64((int64_t)sp->pool.stats.violations));
+    if (sp->pool.last_violation[0] != '\0')
+        json_object_object_add(o, "last_violation",
+                               json_object_new_string(sp->pool.last_violation));
+    json_object_object_add(o, "policy_switches",
+                           json_object_new_int64((int64_t)sp->pool.stats.policy_switches));
+    json_object_object_add(o, "timers", json_object_new_int64((int64_t)sp->pool.stats.timers));
+    json_object_object_add(o, "clock_clamps",
+                           json_object_new_int64((int64_t)sp->pool.stats.clock_clamps));
+    json_object_object_add(o, "decisions", json_object_new_int64((int64_t)sp->st.decisions));
     json_object_object_add(o, "dispatcher_cpu_ns", json_object_new_int64((int64_t)cpu_ns));
     json_object_object_add(o, "wake_to_mid_p50_ns",
                            json_object_new_int64(lat_percentile(sp->st.lat, 50)));
@@ -213,6 +222,34 @@ sched_json_pools(struct sched *s)
     return o;
 }
 
+/* The event source's own counters. */
+static struct json_object *
+events_json(struct sched *s)
+{
+    static const char *const types[EVENTS_NTYPES] = {
+        [EVENTS_WAKE] = "wake", [EVENTS_RUN] = "run",       [EVENTS_STOP] = "stop",
+        [EVENTS_EXIT] = "exit", [EVENTS_CHARGE] = "charge", [EVENTS_LOST] = "lost"};
+    struct json_object *o = json_object_new_object(), *by = json_object_new_object();
+    struct events_stats st;
+
+    events_stats(s->ev, &st);
+    json_object_object_add(o, "backend", json_object_new_string(events_backend(s->ev)));
+    json_object_object_add(o, "wakeup", json_object_new_boolean(s->ev_wakeup));
+    json_object_object_add(o, "records", json_object_new_int64((int64_t)st.records));
+    for (int t = 0; t < EVENTS_NTYPES; t++)
+        if (types[t] != NULL)
+            json_object_object_add(by, types[t], json_object_new_int64((int64_t)st.by_type[t]));
+    json_object_object_add(o, "by_type", by);
+    json_object_object_add(o, "lost", json_object_new_int64((int64_t)st.lost));
+    json_object_object_add(o, "inferred", json_object_new_int64((int64_t)st.inferred));
+    json_object_object_add(o, "polls", json_object_new_int64((int64_t)st.polls));
+    json_object_object_add(o, "proc_reads", json_object_new_int64((int64_t)st.proc_reads));
+    json_object_object_add(o, "ring_bytes", json_object_new_int64((int64_t)st.ring_bytes));
+    json_object_object_add(o, "watched", json_object_new_int((int)st.watched));
+    json_object_object_add(o, "resyncs", json_object_new_int64((int64_t)s->resyncs));
+    return o;
+}
+
 struct json_object *
 sched_json_stats(struct sched *s)
 {
@@ -222,6 +259,7 @@ sched_json_stats(struct sched *s)
     json_object_object_add(o, "uptime_ns",
                            json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
     json_object_object_add(o, "events", json_object_new_string(events_backend(s->ev)));
+    json_object_object_add(o, "event_source", events_json(s));
     if (rt_runtime_read(&rt) == 0)
         json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));
     json_object_object_add(o, "managed_threads", json_object_new_int(statefile_count(s->sf)));

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <sys/queue.h>
 
+#include "common/assert.h"
 #include "policy/pool.h"
 #include "sched_core.h"
 
@@ -33,11 +34,10 @@ struct sched_thread {
     struct sched_dom *dom;
     struct pool_vcpu *pv;
     /* Measured by events (pool lock). */
-    int on_cpu;         /* pool CPU it runs on now, -1 */
-    int mid_on;         /* pool CPU where it is actuated at MID, -1 */
-    bool detached;      /* being detached: ignore its events */
-    uint64_t acct_from; /* run time before this is already accounted */
-    uint64_t run_since;
+    int on_cpu;             /* pool CPU it runs on now, -1 */
+    int mid_on;             /* pool CPU where it is actuated at MID, -1 */
+    bool detached;          /* being detached: ignore its events */
+    uint64_t acct_from;     /* run time before this is already accounted */
     uint64_t seg_accounted; /* accounted so far in the current run */
     uint64_t wake_ts;       /* kernel time of a wake not yet elevated, 0 */
     uint64_t switches;      /* times it was switched in */
@@ -91,15 +91,16 @@ struct sched_pool_stats {
 struct sched_pool {
     struct sched *s;
     pthread_mutex_t lock;
+    _Atomic unsigned long lock_owner; /* pthread_self() of the holder (VS_ASSERT), or 0 */
     struct pool pool;
     enum sched_pattern pattern;
     unsigned int nr_cpus;
-    struct sched_cpu cpus[POLICY_MAX_CPUS];
+    struct sched_cpu cpus[CPUSET_MAX];
     /* SCHED_DEDICATED: the dispatcher serving it (shared by every pool). */
     pthread_t dthread;
     bool dstarted;
-    atomic_bool stop; /* SCHED_SHARED: its dispatchers exit */
-    uint64_t kicked;  /* CPUs kicked and not yet picked */
+    atomic_bool stop;     /* SCHED_SHARED: its dispatchers exit */
+    struct cpuset kicked; /* CPUs kicked and not yet picked */
     /* Dedicated pattern: the poller locks only when poked or due, and
      * steps aside while the control path waits for the lock. */
     atomic_bool poke;
@@ -121,6 +122,7 @@ struct sched {
     struct sched_thread *_Atomic threads[STATEFILE_SLOTS]; /* by slot */
     atomic_bool resync; /* events were lost: re-read thread states */
     uint64_t resyncs;
+    bool ev_wakeup; /* the event ring wakes a waiter (not in the dedicated pattern) */
     uint64_t start_ns;
     /*
      * SCHED_DEDICATED: one busy-polling dispatcher serves every pool (two
@@ -140,7 +142,7 @@ int dispatch_start(struct sched_pool *sp, char *err, size_t errlen);
 void dispatch_stop(struct sched_pool *sp);
 /* With the pool lock held: actuate new placement/parking and decisions. */
 void dispatch_apply(struct sched_pool *sp, uint64_t now);
-void dispatch_kick(struct sched_pool *sp, uint64_t cpus);
+void dispatch_kick(struct sched_pool *sp, const struct cpuset *cpus);
 /* Release a thread's actuation state (pool lock held). */
 void dispatch_forget(struct sched_pool *sp, struct sched_thread *th);
 /* A thread exited: it sleeps for good and the reaper may detach its domain (pool lock held). */
@@ -148,12 +150,35 @@ void dispatch_thread_gone(struct sched_pool *sp, struct sched_thread *th, uint64
 /* Forget that a thread is on a CPU (its switch events were lost). */
 void dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th);
 
+/*
+ * The pool lock's holder, recorded where assertions are on, so that the
+ * functions documented "pool lock held" can check it.
+ */
+static inline void
+sched_pool_locked_by_me(struct sched_pool *sp, bool mine)
+{
+#if defined(VS_ASSERTIONS) && VS_ASSERTIONS
+    atomic_store_explicit(&sp->lock_owner, mine ? (unsigned long)pthread_self() : 0,
+                          memory_order_relaxed);
+#else
+    (void)sp, (void)mine;
+#endif
+}
+
+static inline bool
+sched_pool_held(const struct sched_pool *sp)
+{
+    return atomic_load_explicit(&sp->lock_owner, memory_order_relaxed) ==
+           (unsigned long)pthread_self();
+}
+
 /* Control-path locking of a pool (lets a busy-polling dispatcher yield). */
 void sched_pool_lock(struct sched_pool *sp);
 void sched_pool_unlock(struct sched_pool *sp);
 
-/* sched_core.c */
+/* dispatch.c: CLOCK_MONOTONIC in ns, the time every decision is taken at. */
 uint64_t sched_now(void);
+/* sched_core.c */
 struct sched_dom *sched_dom_find(struct sched *s, const char *name);
 
 #endif /* VCPUSCHED_SCHED_PRIV_H */

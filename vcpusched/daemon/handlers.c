@@ -74,6 +74,26 @@ check_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t pid,
     return discover_check_target(pid, named, &rules, err, errlen);
 }
 
+/* The control server's counters (docs/protocol.md, stats). */
+static struct json_object *
+control_json(const struct control *c)
+{
+    struct json_object *o = json_object_new_object();
+    struct control_stats st;
+
+    control_get_stats(c, &st);
+    json_object_object_add(o, "clients", json_object_new_int((int)st.clients));
+    json_object_object_add(o, "accepted", json_object_new_int64((int64_t)st.accepted));
+    json_object_object_add(o, "refused_full", json_object_new_int64((int64_t)st.refused_full));
+    json_object_object_add(o, "requests", json_object_new_int64((int64_t)st.requests));
+    json_object_object_add(o, "errors", json_object_new_int64((int64_t)st.errors));
+    json_object_object_add(o, "denied", json_object_new_int64((int64_t)st.denied));
+    json_object_object_add(o, "oversize", json_object_new_int64((int64_t)st.oversize));
+    json_object_object_add(o, "timeouts", json_object_new_int64((int64_t)st.timeouts));
+    json_object_object_add(o, "io_errors", json_object_new_int64((int64_t)st.io_errors));
+    return o;
+}
+
 static int
 do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct control_peer *peer,
           struct json_object **res, char *err, size_t errlen)
@@ -158,15 +178,15 @@ managed_cpus(struct daemon_ctx *d, cpu_set_t *set)
 static int
 pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size_t errlen)
 {
-    struct policy_cpu cpus[POLICY_MAX_CPUS];
-    int hosts[POLICY_MAX_CPUS];
+    struct policy_cpu cpus[CPUSET_MAX];
+    int hosts[CPUSET_MAX];
     cpu_set_t was;
     unsigned int n;
     int r;
 
     /* The codec has parsed and checked req->cpus into req->cpuset. */
-    if (cpuset_to_array(&req->cpuset, hosts, POLICY_MAX_CPUS, &n) < 0) {
-        snprintf(err, errlen, "cpus: a pool has at most %d", POLICY_MAX_CPUS);
+    if (cpuset_to_array(&req->cpuset, hosts, CPUSET_MAX, &n) < 0) {
+        snprintf(err, errlen, "cpus: a pool has at most %d", CPUSET_MAX);
         return -E2BIG;
     }
     r = topology_describe(hosts, n, cpus, err, errlen);
@@ -244,6 +264,8 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
         return 0;
     case CTL_STATS:
         *res = sched_json_stats(d->sched);
+        if (d->ctl != NULL)
+            json_object_object_add(*res, "control", control_json(d->ctl));
         return 0;
     case CTL_POOL:
         return do_pool(d, req, res, err, errlen);

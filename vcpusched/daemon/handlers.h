@@ -22,7 +22,8 @@ struct daemon_ctx {
     cpu_set_t housekeeping; /* CPUs left to the host, the daemon and QEMU's other threads */
     daemon_libvirt_fn libvirt_vcpus;
     void *libvirt_ctx;
-    pid_t guardian_pid; /* never managed; main.c keeps it current */
+    pid_t guardian_pid;  /* never managed; main.c keeps it current */
+    struct control *ctl; /* for its counters in `stats` */
 };
 
 /* control_handler_fn for the daemon (see control.h). */

@@ -229,7 +229,7 @@ pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
 
     if (p->cpus[0] == '\0') {
         *n = 0;
-        for (int c = 1; c < CPU_SETSIZE && *n < POLICY_MAX_CPUS; c++)
+        for (int c = 1; c < CPU_SETSIZE && *n < CPUSET_MAX; c++)
             if (CPU_ISSET(c, &d->online))
                 cpus[(*n)++] = c;
         if (*n == 0)
@@ -238,15 +238,15 @@ pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
     }
     if (cpulist_parse(p->cpus, &set, err, sizeof(err)) < 0)
         fatalx("pool %s: cpus: %s", p->name, err);
-    if (cpuset_to_array(&set, cpus, POLICY_MAX_CPUS, n) < 0)
-        fatalx("pool %s: cpus: more than %d", p->name, POLICY_MAX_CPUS);
+    if (cpuset_to_array(&set, cpus, CPUSET_MAX, n) < 0)
+        fatalx("pool %s: cpus: more than %d", p->name, CPUSET_MAX);
     return 0;
 }
 
 static void
 housekeeping_setup(struct daemon *d)
 {
-    int cpus[POLICY_MAX_CPUS];
+    int cpus[CPUSET_MAX];
     unsigned int n;
 
     d->ctx.housekeeping = d->online;
@@ -281,8 +281,8 @@ pools_create(struct daemon *d)
     for (unsigned int i = 0; i < d->cfg.nr_pools; i++) {
         struct config_pool *p = &d->cfg.pools[i];
         struct kv kv[VS_PARAMS_MAX];
-        struct policy_cpu desc[POLICY_MAX_CPUS];
-        int cpus[POLICY_MAX_CPUS];
+        struct policy_cpu desc[CPUSET_MAX];
+        int cpus[CPUSET_MAX];
         char err[256], params[sizeof(p->params)];
         unsigned int n;
         size_t nkv;
@@ -492,9 +492,14 @@ daemon_start(struct daemon *d)
     d->guard_cpus = d->ctx.housekeeping;
     d->ctx.guardian_pid = d->guard.pid;
     signals_block();
-    /* A fault on the hot path would be a latency spike for every vCPU. */
+    /*
+     * A fault on the hot path would be a latency spike for every vCPU. Not
+     * in sanitizer builds: their shadow memory would be locked with it.
+     */
+#ifndef VCPUSCHED_SANITIZED
     if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
         log_warn("mlockall");
+#endif
     if (events_open(&d->ev, d->cfg.events, err, sizeof(err)) < 0)
         fatalx("events: %s", err);
     log_info("events: %s%s%s", events_backend(d->ev), err[0] ? " (" : "", err[0] ? err : "");
@@ -504,6 +509,7 @@ daemon_start(struct daemon *d)
     if (control_open(&d->ctl, d->cfg.socket, group_id(d->cfg.group), daemon_handle, &d->ctx, err,
                      sizeof(err)) < 0)
         fatalx("control socket: %s", err);
+    d->ctx.ctl = d->ctl;
     pools_create(d);
     loop_setup(d);
     libvirt_setup(d);

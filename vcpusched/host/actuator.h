@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cpuset.h"
+
 #define ACT_CGROUP_PATH_MAX 256
 
 enum act_level {
@@ -56,11 +58,11 @@ int act_thread_open(struct act_thread *t, pid_t pid, pid_t tid, char *err, size_
 
 /*
  * Which of the host CPUs cpus[0..n) the thread's cgroup cpuset allows:
- * bit i of *mask for cpus[i]. Probes with sched_setaffinity (the kernel
- * answers EINVAL outside the cpuset), so it moves the thread; call it
- * before the first act_set_cpu.
+ * CPU i of *mask for cpus[i]. Probes with sched_setaffinity (the kernel
+ * keeps what the cpuset allows), so it moves the thread; call it before
+ * the first act_set_cpu.
  */
-int act_probe_cpus(struct act_thread *t, const int *cpus, unsigned int n, uint64_t *mask);
+int act_probe_cpus(struct act_thread *t, const int *cpus, unsigned int n, struct cpuset *mask);
 
 /* Pin to one host CPU. */
 int act_set_cpu(struct act_thread *t, int cpu);
@@ -100,8 +102,5 @@ bool act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time);
  * it is gone.
  */
 int act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time);
-
-/* Make the calling thread a dispatcher: pinned to `cpu`, SCHED_FIFO prio. */
-int act_self_dispatcher(int cpu, int prio, char *err, size_t errlen);
 
 #endif /* VCPUSCHED_ACTUATOR_H */

@@ -151,23 +151,30 @@ act_thread_open(struct act_thread *t, pid_t pid, pid_t tid, char *err, size_t er
     return 0;
 }
 
+/*
+ * Two system calls whatever the pool's size: ask for every pool CPU; the
+ * kernel keeps those the thread's cpuset allows (EINVAL: none), and
+ * sched_getaffinity says which.
+ */
 int
-act_probe_cpus(struct act_thread *t, const int *cpus, unsigned int n, uint64_t *mask)
+act_probe_cpus(struct act_thread *t, const int *cpus, unsigned int n, struct cpuset *mask)
 {
-    *mask = 0;
-    for (unsigned int i = 0; i < n && i < 64; i++) {
-        cpu_set_t set;
+    cpu_set_t set, got;
 
-        CPU_ZERO(&set);
-        CPU_SET(cpus[i], &set);
-        if (sched_setaffinity(t->tid, sizeof(set), &set) == 0) {
-            *mask |= 1ULL << i;
-            t->cpu = cpus[i];
-        } else if (errno != EINVAL) {
-            return -errno;
-        }
-    }
-    return 1;
+    cpuset_zero(mask);
+    CPU_ZERO(&set);
+    for (unsigned int i = 0; i < n; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
+            CPU_SET(cpus[i], &set);
+    if (sched_setaffinity(t->tid, sizeof(set), &set) < 0)
+        return errno == EINVAL ? 1 : -errno;
+    if (sched_getaffinity(t->tid, sizeof(got), &got) < 0)
+        return -errno;
+    for (unsigned int i = 0; i < n; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE && CPU_ISSET(cpus[i], &got))
+            cpuset_set(mask, i);
+    t->cpu = -1; /* not pinned to one CPU yet */
+    return 2;
 }
 
 int
@@ -401,23 +408,4 @@ act_restore(struct act_thread *t)
     t->cpu = -1;
     t->frozen = false;
     return r;
-}
-
-int
-act_self_dispatcher(int cpu, int prio, char *err, size_t errlen)
-{
-    struct sched_param sp = {.sched_priority = prio};
-    cpu_set_t set;
-
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-        snprintf(err, errlen, "dispatcher: pin to cpu %d: %s", cpu, strerror(errno));
-        return -errno;
-    }
-    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0) {
-        snprintf(err, errlen, "dispatcher: SCHED_FIFO %d: %s", prio, strerror(errno));
-        return -errno;
-    }
-    return 1;
 }

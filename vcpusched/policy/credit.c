@@ -131,15 +131,13 @@ static const struct policy_param credit_dom_params[] = {
 
 /* --- Runqueues ------------------------------------------------------- */
 
-/* Next CPU of `mask` after n, wrapping (Xen's cpumask_cycle). */
+/* Next CPU of `mask` after n, wrapping (Xen's cpumask_cycle); CPUSET_MAX if empty. */
 unsigned int
-credit_mask_cycle(uint64_t mask, unsigned int n)
+credit_mask_cycle(const struct cpuset *mask, unsigned int n)
 {
-    uint64_t after = n >= 63 ? 0 : mask & (~0ULL << (n + 1));
+    int c = cpuset_cycle(mask, n);
 
-    if (mask == 0)
-        return POLICY_MAX_CPUS;
-    return (unsigned int)__builtin_ctzll(after != 0 ? after : mask);
+    return c < 0 ? CPUSET_MAX : (unsigned int)c;
 }
 
 /*
@@ -193,9 +191,12 @@ credit_vcpu_can_run(const struct credit_vcpu *cv)
 
 /* How many CPUs of `group` (a core or a socket) are idle. */
 static unsigned int
-credit_idle_count(uint64_t idlers, uint64_t group)
+credit_idle_count(const struct cpuset *idlers, const struct cpuset *group)
 {
-    return (unsigned int)__builtin_popcountll(idlers & group);
+    struct cpuset both;
+
+    cpuset_and2(&both, idlers, group);
+    return cpuset_count(&both);
 }
 
 /*
@@ -211,31 +212,36 @@ credit_cpu_pick(struct policy *pol, const struct credit_vcpu *cv, bool commit)
 {
     struct credit_priv *p = credit_priv(pol);
     unsigned int home = cv->v->cpu, cpu;
-    uint64_t cpus = cv->v->affinity & p->all, idlers = p->idlers & p->all;
+    struct cpuset cpus, idlers, m;
     int spc = -1;
 
-    cpu = ((cpus >> home) & 1) ? home : credit_mask_cycle(cpus, home);
+    cpuset_and2(&cpus, &cv->v->affinity, &p->all);
+    cpuset_and2(&idlers, &p->idlers, &p->all);
+    cpu = cpuset_has(&cpus, home) ? home : credit_mask_cycle(&cpus, home);
     if (cpu == home && cv->elected && TAILQ_EMPTY(&p->cpu[cpu].runq))
-        idlers |= 1ULL << cpu;
-    cpus &= idlers;
-    if (!((cpus >> cpu) & 1) && cpus != 0)
-        cpu = credit_mask_cycle(cpus, cpu);
-    cpus &= ~(1ULL << cpu);
-    while (cpus != 0) {
-        unsigned int nxt = credit_mask_cycle(cpus, cpu), factor = 1;
-        uint64_t cgrp = p->sibling_mask[cpu], ngrp = p->sibling_mask[nxt];
+        cpuset_set(&idlers, cpu);
+    cpuset_and(&cpus, &idlers);
+    if (!cpuset_has(&cpus, cpu) && !cpuset_empty(&cpus))
+        cpu = credit_mask_cycle(&cpus, cpu);
+    cpuset_clear(&cpus, cpu);
+    while (!cpuset_empty(&cpus)) {
+        unsigned int nxt = credit_mask_cycle(&cpus, cpu), factor = 1;
+        const struct cpuset *cgrp = &p->cpu[cpu].sibling_mask, *ngrp = &p->cpu[nxt].sibling_mask;
 
-        if (!((p->socket_mask[cpu] >> nxt) & 1)) {
+        if (!cpuset_has(&p->cpu[cpu].socket_mask, nxt)) {
             factor = 2;
-            cgrp = p->socket_mask[cpu];
-            ngrp = p->socket_mask[nxt];
+            cgrp = &p->cpu[cpu].socket_mask;
+            ngrp = &p->cpu[nxt].socket_mask;
         }
-        if (credit_idle_count(idlers, cgrp) * factor < credit_idle_count(idlers, ngrp)) {
+        if (credit_idle_count(&idlers, cgrp) * factor < credit_idle_count(&idlers, ngrp)) {
             spc = (int)nxt;
-            cpu = credit_mask_cycle(idlers & ngrp & cpus, p->cpu[nxt].idle_bias);
-            cpus &= ~p->sibling_mask[cpu];
+            cpuset_and2(&m, &idlers, ngrp);
+            cpuset_and(&m, &cpus);
+            cpu = credit_mask_cycle(&m, p->cpu[nxt].idle_bias);
+            cpuset_andnot(&cpus, &p->cpu[cpu].sibling_mask);
         } else {
-            cpus &= ~(idlers & ngrp);
+            cpuset_and2(&m, &idlers, ngrp);
+            cpuset_andnot(&cpus, &m);
         }
     }
     if (commit && spc >= 0)
@@ -251,7 +257,7 @@ credit_tickle_cpu(struct policy *pol, unsigned int cpu)
 {
     struct credit_priv *p = credit_priv(pol);
 
-    p->idlers &= ~(1ULL << cpu);
+    cpuset_clear(&p->idlers, cpu);
     p->cpu[cpu].tickles++;
     policy_tickle(pol, cpu);
 }
@@ -269,20 +275,24 @@ credit_tickle(struct policy *pol, struct credit_vcpu *cv)
     unsigned int cpu = cv->v->cpu;
     struct credit_pcpu *pc = &p->cpu[cpu];
     int cur_pri = pc->cur != NULL ? pc->cur->pri : CREDIT_PRI_IDLE;
-    uint64_t idle = p->idlers & p->all, fit = cv->v->affinity & idle;
-    bool pinned = __builtin_popcountll(cv->v->affinity & p->all) == 1;
+    struct cpuset idle, fit, allowed;
+    bool pinned;
 
-    if (pinned && ((idle >> cpu) & 1)) {
+    cpuset_and2(&idle, &p->idlers, &p->all);
+    cpuset_and2(&fit, &cv->v->affinity, &idle);
+    cpuset_and2(&allowed, &cv->v->affinity, &p->all);
+    pinned = cpuset_count(&allowed) == 1;
+    if (pinned && cpuset_has(&idle, cpu)) {
         credit_tickle_cpu(pol, cpu);
-    } else if (cur_pri == CREDIT_PRI_IDLE || (idle == 0 && cv->pri > cur_pri)) {
+    } else if (cur_pri == CREDIT_PRI_IDLE || (cpuset_empty(&idle) && cv->pri > cur_pri)) {
         credit_tickle_cpu(pol, cpu);
-    } else if (idle != 0 && fit == 0 && cv->pri > cur_pri) {
+    } else if (!cpuset_empty(&idle) && cpuset_empty(&fit) && cv->pri > cur_pri) {
         /* No idler for the newcomer: preempt, and send cur to one if it may. */
-        if (pc->cur->v->affinity & idle)
+        if (cpuset_intersects(&pc->cur->v->affinity, &idle))
             pc->cur->flags |= CREDIT_F_KICKED;
         credit_tickle_cpu(pol, cpu);
-    } else if (fit != 0) {
-        pc->last_tickle = credit_mask_cycle(fit, pc->last_tickle);
+    } else if (!cpuset_empty(&fit)) {
+        pc->last_tickle = credit_mask_cycle(&fit, pc->last_tickle);
         credit_tickle_cpu(pol, pc->last_tickle);
     }
 }
@@ -376,28 +386,30 @@ static struct credit_vcpu *
 credit_load_balance(struct policy *pol, unsigned int cpu, int pri)
 {
     struct credit_priv *p = credit_priv(pol);
-    uint64_t workers = p->all & ~p->idlers & ~(1ULL << cpu);
-    unsigned int n0 = p->node_of[cpu];
+    unsigned int n0 = p->cpu[cpu].node;
+    struct cpuset workers, peers;
 
+    cpuset_andnot2(&workers, &p->all, &p->idlers);
+    cpuset_clear(&workers, cpu);
     p->cpu[cpu].balances++;
     for (unsigned int k = 0; k < p->nr_nodes; k++) {
-        unsigned int node = (n0 + k) % p->nr_nodes;
-        uint64_t peers = workers & p->node_mask[node];
+        struct credit_node *node = &p->nodes[(n0 + k) % p->nr_nodes];
         unsigned int first, peer;
 
-        if (peers == 0)
+        cpuset_and2(&peers, &workers, &node->mask);
+        if (cpuset_empty(&peers))
             continue;
-        first = peer = credit_mask_cycle(peers, p->balance_bias[node]);
+        first = peer = credit_mask_cycle(&peers, node->balance_bias);
         do {
             struct credit_vcpu *sv = NULL;
 
             if (credit_nr_runnable(&p->cpu[peer]) > 1)
                 sv = credit_runq_steal(pol, peer, cpu, pri);
             if (sv != NULL) {
-                p->balance_bias[node] = peer;
+                node->balance_bias = peer;
                 return sv;
             }
-            peer = credit_mask_cycle(peers, peer);
+            peer = credit_mask_cycle(&peers, peer);
         } while (peer != first);
     }
     return NULL;
@@ -476,9 +488,9 @@ credit_pick_commit(struct policy *pol, unsigned int cpu, struct credit_vcpu *sne
     struct credit_vcpu *cur = pc->cur;
 
     if (snext == NULL)
-        p->idlers |= 1ULL << cpu;
+        cpuset_set(&p->idlers, cpu);
     else
-        p->idlers &= ~(1ULL << cpu);
+        cpuset_clear(&p->idlers, cpu);
     if (cur == NULL && snext != NULL) {
         pc->next_tick = now + p->tick_ns - now % p->tick_ns;
         policy_timer_arm(pol, pc->next_tick);
@@ -608,14 +620,15 @@ credit_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
 {
     struct credit_vcpu *cv = credit_vcpu(v);
     struct credit_priv *p = credit_priv(pol);
-    uint64_t allowed = v->affinity & p->all;
+    struct cpuset allowed;
 
     cv->v = v;
     cv->dom = credit_dom(v->dom);
     cv->pri = CREDIT_PRI_UNDER;
     credit_clock_start(pol, now);
+    cpuset_and2(&allowed, &v->affinity, &p->all);
     if (v->index > 0 && v->dom->vcpus[v->index - 1] != NULL)
-        policy_vcpu_move(pol, v, credit_mask_cycle(allowed, v->dom->vcpus[v->index - 1]->cpu));
+        policy_vcpu_move(pol, v, credit_mask_cycle(&allowed, v->dom->vcpus[v->index - 1]->cpu));
     cv->flags |= CREDIT_F_MIGRATING;
     policy_vcpu_move(pol, v, credit_cpu_pick(pol, cv, true));
 }
@@ -795,29 +808,29 @@ credit_init_topology(struct policy *pol, struct credit_priv *p)
 {
     for (unsigned int c = 0; c < pol->nr_cpus; c++) {
         const struct policy_cpu *a = &pol->cpus[c];
+        struct credit_pcpu *pc = &p->cpu[c];
         unsigned int first_of_node = c;
 
         for (unsigned int o = 0; o < pol->nr_cpus; o++) {
             const struct policy_cpu *b = &pol->cpus[o];
 
             if (a->socket == b->socket) {
-                p->socket_mask[c] |= 1ULL << o;
+                cpuset_set(&pc->socket_mask, o);
                 if (a->core == b->core)
-                    p->sibling_mask[c] |= 1ULL << o;
+                    cpuset_set(&pc->sibling_mask, o);
             }
             if (a->node == b->node && o < first_of_node)
                 first_of_node = o;
         }
         if (first_of_node == c) {
-            p->node_first[p->nr_nodes] = c;
-            p->node_of[c] = p->nr_nodes++;
+            p->nodes[p->nr_nodes].first = c;
+            p->nodes[p->nr_nodes].balance_bias = c;
+            pc->node = p->nr_nodes++;
         } else {
-            p->node_of[c] = p->node_of[first_of_node];
+            pc->node = p->cpu[first_of_node].node;
         }
-        p->node_mask[p->node_of[c]] |= 1ULL << c;
+        cpuset_set(&p->nodes[pc->node].mask, c);
     }
-    for (unsigned int n = 0; n < p->nr_nodes; n++)
-        p->balance_bias[n] = p->node_first[n];
 }
 
 static int
@@ -829,12 +842,13 @@ credit_init(struct policy *pol, const struct policy_values *pv, char *err)
     if (credit_check_pool(pv, pv->i[CREDIT_P_TSLICE_MS], pv->i[CREDIT_P_RATELIMIT_US], err) < 0)
         return -EINVAL;
     p = calloc(1, sizeof(*p) + pol->nr_cpus * sizeof(p->cpu[0]));
-    if (p == NULL) {
+    if (p == NULL || (p->nodes = calloc(pol->nr_cpus, sizeof(p->nodes[0]))) == NULL) {
+        free(p);
         snprintf(err, POLICY_ERRLEN, "credit: out of memory");
         return -ENOMEM;
     }
     p->nr_cpus = pol->nr_cpus;
-    p->all = pol->nr_cpus == 64 ? ~0ULL : (1ULL << pol->nr_cpus) - 1;
+    cpuset_fill(&p->all, pol->nr_cpus);
     p->idlers = p->all; /* every CPU starts idle */
     p->acct_next = POLICY_NEVER;
     TAILQ_INIT(&p->active_doms);
@@ -854,6 +868,9 @@ credit_init(struct policy *pol, const struct policy_values *pv, char *err)
 static void
 credit_fini(struct policy *pol)
 {
+    struct credit_priv *p = credit_priv(pol);
+
+    free(p->nodes);
     free(pol->priv);
     pol->priv = NULL;
 }

@@ -216,7 +216,7 @@ credit2_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
     svc->load_last_update = (int64_t)(now >> CREDIT2_LOAD_GRANULARITY_SHIFT);
     svc->tickled_cpu = -1;
     svc->on_cpu = -1;
-    svc->pinned = __builtin_popcountll(v->affinity) == 1;
+    svc->pinned = cpuset_count(&v->affinity) == 1;
     credit2_budget_vcpu_init(pol, svc, now);
     cpu = credit2_load_res_pick(pol, svc);
     policy_vcpu_move(pol, v, cpu);
@@ -379,7 +379,7 @@ runq_candidate(struct policy *pol, struct credit2_runq *rqd, struct credit2_vcpu
         if (!credit2_runnable(svc) || !policy_vcpu_allowed(svc->v, cpu))
             continue;
         if (svc->tickled_cpu >= 0 && svc->tickled_cpu != (int)cpu &&
-            (rqd->tickled & credit2_bit((unsigned int)svc->tickled_cpu)))
+            cpuset_has(&rqd->tickled, (unsigned int)svc->tickled_cpu))
             continue;
         if (svc->v->cpu != cpu && snext_credit + CREDIT2_MIGRATE_RESIST_NS > svc->credit)
             continue;
@@ -588,7 +588,7 @@ credit2_pick(struct policy *pol, unsigned int cpu, uint64_t now, struct policy_d
     prv->last_now = now;
     for (int round = 0; round < CREDIT2_PICK_ROUNDS; round++) {
         pick_once(pol, cpu, now, out);
-        if (!(pc->rqd->tickled & credit2_bit(cpu)))
+        if (!cpuset_has(&pc->rqd->tickled, cpu))
             break;
     }
     credit2_runq_pick_started(pc->rqd, pc, cpu);

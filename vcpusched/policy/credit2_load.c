@@ -117,16 +117,17 @@ unsigned int
 credit2_load_res_pick(struct policy *pol, struct credit2_vcpu *svc)
 {
     struct credit2_priv *prv = credit2_priv(pol);
-    uint64_t hard = svc->v->affinity;
+    const struct cpuset *hard = &svc->v->affinity;
     struct credit2_runq *min_rqd = NULL;
     int64_t min_avgload = INT64_MAX;
+    struct cpuset fit;
     unsigned int cpu;
 
     for (unsigned int i = 0; i < prv->nr_runqs; i++) {
         struct credit2_runq *rqd = &prv->runqs[i];
         int64_t avg = rqd->b_avgload;
 
-        if (!(hard & rqd->active))
+        if (!cpuset_intersects(hard, &rqd->active))
             continue;
         if (rqd == svc->rqd)
             avg = avg > svc->avgload ? avg - svc->avgload : 0;
@@ -136,8 +137,9 @@ credit2_load_res_pick(struct policy *pol, struct credit2_vcpu *svc)
         }
     }
     if (min_rqd == NULL) /* cannot happen: the core gives a non-empty affinity */
-        return (unsigned int)__builtin_ctzll(hard | 1);
-    cpu = credit2_runq_cycle(min_rqd->pick_bias, hard & min_rqd->active);
+        return 0;
+    cpuset_and2(&fit, hard, &min_rqd->active);
+    cpu = credit2_runq_cycle(min_rqd->pick_bias, &fit);
     min_rqd->pick_bias = cpu;
     return cpu;
 }
@@ -151,6 +153,7 @@ credit2_load_move(struct policy *pol, struct credit2_vcpu *svc, struct credit2_r
                   uint64_t now)
 {
     bool queued = svc->on_runq;
+    struct cpuset fit;
     unsigned int cpu;
 
     if (queued) {
@@ -158,7 +161,8 @@ credit2_load_move(struct policy *pol, struct credit2_vcpu *svc, struct credit2_r
         credit2_load_update(svc->rqd, NULL, -1, now);
     }
     credit2_load_deassign(svc);
-    cpu = credit2_runq_cycle(trqd->pick_bias, svc->v->affinity & trqd->active);
+    cpuset_and2(&fit, &svc->v->affinity, &trqd->active);
+    cpu = credit2_runq_cycle(trqd->pick_bias, &fit);
     trqd->pick_bias = cpu;
     if (svc->v->cpu != cpu) {
         policy_vcpu_move(pol, svc->v, cpu);
@@ -192,7 +196,7 @@ migrate(struct policy *pol, struct credit2_vcpu *svc, struct credit2_runq *trqd,
 static bool
 is_migrateable(const struct credit2_vcpu *svc, const struct credit2_runq *rqd)
 {
-    return !svc->migrate_request && (svc->v->affinity & rqd->active) != 0;
+    return !svc->migrate_request && cpuset_intersects(&svc->v->affinity, &rqd->active);
 }
 
 /* Working state of the pair search (Xen's balance_state_t). */

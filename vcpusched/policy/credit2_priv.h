@@ -122,11 +122,11 @@ struct credit2_runq {
     struct credit2_vcpu_list runq; /* runnable, not elected, by credit */
     struct credit2_vcpu_list svc;  /* every vCPU assigned here */
     unsigned int nr_cpus;
-    uint64_t active;   /* CPUs of the runqueue */
-    uint64_t idle;     /* CPUs running nothing */
-    uint64_t tickled;  /* CPUs asked to pick and that have not yet */
-    uint64_t smt_idle; /* CPUs whose whole core is idle and untickled */
-    int load;          /* instantaneous: queued + elected vCPUs */
+    struct cpuset active;   /* CPUs of the runqueue */
+    struct cpuset idle;     /* CPUs running nothing */
+    struct cpuset tickled;  /* CPUs asked to pick and that have not yet */
+    struct cpuset smt_idle; /* CPUs whose whole core is idle and untickled */
+    int load;               /* instantaneous: queued + elected vCPUs */
     int64_t load_last_update;
     int64_t avgload;
     int64_t b_avgload; /* the balancer's view, adjusted on (de)assignment */
@@ -137,8 +137,8 @@ struct credit2_runq {
 
 struct credit2_pcpu {
     struct credit2_runq *rqd;
-    uint64_t sibling_mask;    /* SMT siblings in the same runqueue, itself included */
-    struct credit2_vcpu *cur; /* elected vCPU, NULL when idle */
+    struct cpuset sibling_mask; /* SMT siblings in the same runqueue, itself included */
+    struct credit2_vcpu *cur;   /* elected vCPU, NULL when idle */
 };
 
 struct credit2_priv {
@@ -183,12 +183,6 @@ credit2_runnable(const struct credit2_vcpu *svc)
     return svc->v->runnable && !svc->v->parked && !svc->migrate_request;
 }
 
-static inline uint64_t
-credit2_bit(unsigned int cpu)
-{
-    return 1ULL << cpu;
-}
-
 /* credit2_runq.c: runqueues, tickling and arrangement. */
 int credit2_runq_arrange(struct policy *pol, char *err);
 void credit2_runq_insert(struct credit2_vcpu *svc);
@@ -201,7 +195,7 @@ void credit2_runq_set_busy(struct credit2_runq *rqd, const struct credit2_pcpu *
                            unsigned int cpu, bool busy);
 void credit2_runq_max_weight(struct credit2_runq *rqd, unsigned int new_weight,
                              unsigned int old_weight);
-unsigned int credit2_runq_cycle(unsigned int cpu, uint64_t mask);
+unsigned int credit2_runq_cycle(unsigned int cpu, const struct cpuset *mask);
 const char *credit2_runq_arrangement_name(enum credit2_arrangement a);
 int credit2_runq_arrangement_parse(const char *s, enum credit2_arrangement *out);
 

@@ -51,14 +51,15 @@ runq_match(enum credit2_arrangement arr, const struct policy_cpu *peer, const st
 }
 
 /* SMT siblings of `cpu` among the pool's CPUs, itself included. */
-static uint64_t
+static struct cpuset
 pool_siblings(const struct policy *pol, unsigned int cpu)
 {
-    uint64_t m = 0;
+    struct cpuset m;
 
+    cpuset_zero(&m);
     for (unsigned int c = 0; c < pol->nr_cpus; c++)
         if (same_core(&pol->cpus[c], &pol->cpus[cpu]))
-            m |= credit2_bit(c);
+            cpuset_set(&m, c);
     return m;
 }
 
@@ -70,21 +71,20 @@ static bool
 siblings_fit(const struct policy *pol, const struct credit2_runq *rqd, unsigned int cpu,
              unsigned int max_cpus_runq)
 {
-    uint64_t seen = 0;
+    struct cpuset seen, sib, own = pool_siblings(pol, cpu);
     unsigned int tot = 0;
+    int c;
 
-    for (unsigned int c = 0; c < pol->nr_cpus; c++) {
-        uint64_t sib;
-
-        if (!(rqd->active & credit2_bit(c)))
-            continue;
-        sib = pool_siblings(pol, c);
-        if (!(sib & seen)) {
-            seen |= sib;
-            tot += (unsigned int)__builtin_popcountll(sib);
+    cpuset_zero(&seen);
+    cpuset_for_each(c, &rqd->active)
+    {
+        sib = pool_siblings(pol, (unsigned int)c);
+        if (!cpuset_intersects(&sib, &seen)) {
+            cpuset_or(&seen, &sib);
+            tot += cpuset_count(&sib);
         }
     }
-    return tot + (unsigned int)__builtin_popcountll(pool_siblings(pol, cpu)) <= max_cpus_runq;
+    return tot + cpuset_count(&own) <= max_cpus_runq;
 }
 
 /* The runqueue `cpu` joins: a matching one with its siblings, else the least full. */
@@ -92,6 +92,7 @@ static struct credit2_runq *
 arrange_find(const struct policy *pol, struct credit2_priv *prv, unsigned int cpu,
              unsigned int max_cpus_runq)
 {
+    struct cpuset sib = pool_siblings(pol, cpu);
     struct credit2_runq *valid = NULL;
 
     for (unsigned int i = 0; i < prv->nr_runqs; i++) {
@@ -99,7 +100,7 @@ arrange_find(const struct policy *pol, struct credit2_priv *prv, unsigned int cp
 
         if (!runq_match(prv->arrangement, &pol->cpus[rqd->first_cpu], &pol->cpus[cpu]))
             continue;
-        if (rqd->active & pool_siblings(pol, cpu))
+        if (cpuset_intersects(&rqd->active, &sib))
             return rqd; /* siblings stay together, even past the limit */
         if (rqd->nr_cpus < max_cpus_runq && siblings_fit(pol, rqd, cpu, max_cpus_runq) &&
             (valid == NULL || rqd->nr_cpus < valid->nr_cpus))
@@ -134,14 +135,16 @@ credit2_runq_arrange(struct policy *pol, char *err)
             rqd->first_cpu = cpu;
             rqd->pick_bias = cpu;
         }
-        rqd->active |= credit2_bit(cpu);
-        rqd->idle |= credit2_bit(cpu);
-        rqd->smt_idle |= credit2_bit(cpu);
+        cpuset_set(&rqd->active, cpu);
+        cpuset_set(&rqd->idle, cpu);
+        cpuset_set(&rqd->smt_idle, cpu);
         rqd->nr_cpus++;
         prv->cpu[cpu].rqd = rqd;
     }
-    for (unsigned int cpu = 0; cpu < pol->nr_cpus; cpu++)
-        prv->cpu[cpu].sibling_mask = pool_siblings(pol, cpu) & prv->cpu[cpu].rqd->active;
+    for (unsigned int cpu = 0; cpu < pol->nr_cpus; cpu++) {
+        prv->cpu[cpu].sibling_mask = pool_siblings(pol, cpu);
+        cpuset_and(&prv->cpu[cpu].sibling_mask, &prv->cpu[cpu].rqd->active);
+    }
     return 0;
 }
 
@@ -149,42 +152,41 @@ credit2_runq_arrange(struct policy *pol, char *err)
 
 /* Next CPU after `cpu` in mask, wrapping (cpumask_cycle); -1u if empty. */
 unsigned int
-credit2_runq_cycle(unsigned int cpu, uint64_t mask)
+credit2_runq_cycle(unsigned int cpu, const struct cpuset *mask)
 {
-    uint64_t after = cpu >= 63 ? 0 : mask & ~((2ULL << cpu) - 1);
-
-    if (mask == 0)
-        return -1u;
-    return (unsigned int)__builtin_ctzll(after ? after : mask);
+    return (unsigned int)cpuset_cycle(mask, cpu);
 }
 
 /* `cpu` itself if in mask, else the next one (cpumask_test_or_cycle). */
 static unsigned int
-test_or_cycle(unsigned int cpu, uint64_t mask)
+test_or_cycle(unsigned int cpu, const struct cpuset *mask)
 {
-    return (mask & credit2_bit(cpu)) ? cpu : credit2_runq_cycle(cpu, mask);
+    return cpuset_has(mask, cpu) ? cpu : credit2_runq_cycle(cpu, mask);
 }
 
-/* If all of cpu's siblings are in idlers, mark the whole core SMT-idle. */
+/* If all of cpu's siblings are idle and untickled, mark the whole core SMT-idle. */
 static void
-smt_idle_mask_set(const struct credit2_pcpu *pc, uint64_t idlers, uint64_t *mask)
+smt_idle_mask_set(const struct credit2_pcpu *pc, struct credit2_runq *rqd)
 {
-    if ((pc->sibling_mask & idlers) == pc->sibling_mask)
-        *mask |= pc->sibling_mask;
+    struct cpuset idlers;
+
+    cpuset_andnot2(&idlers, &rqd->idle, &rqd->tickled);
+    if (cpuset_subset(&pc->sibling_mask, &idlers))
+        cpuset_or(&rqd->smt_idle, &pc->sibling_mask);
 }
 
 static void
-smt_idle_mask_clear(const struct credit2_pcpu *pc, uint64_t *mask)
+smt_idle_mask_clear(const struct credit2_pcpu *pc, struct cpuset *mask)
 {
-    if ((pc->sibling_mask & *mask) == pc->sibling_mask)
-        *mask &= ~pc->sibling_mask;
+    if (cpuset_subset(&pc->sibling_mask, mask))
+        cpuset_andnot(mask, &pc->sibling_mask);
 }
 
 /* Ask `cpu` to pick again (Xen's IPI), and keep the masks right. */
 void
 credit2_runq_tickle_cpu(struct policy *pol, struct credit2_runq *rqd, unsigned int cpu)
 {
-    rqd->tickled |= credit2_bit(cpu);
+    cpuset_set(&rqd->tickled, cpu);
     smt_idle_mask_clear(&credit2_priv(pol)->cpu[cpu], &rqd->smt_idle);
     policy_tickle(pol, cpu);
 }
@@ -193,9 +195,9 @@ credit2_runq_tickle_cpu(struct policy *pol, struct credit2_runq *rqd, unsigned i
 void
 credit2_runq_pick_started(struct credit2_runq *rqd, const struct credit2_pcpu *pc, unsigned int cpu)
 {
-    if (rqd->tickled & credit2_bit(cpu)) {
-        rqd->tickled &= ~credit2_bit(cpu);
-        smt_idle_mask_set(pc, rqd->idle & ~rqd->tickled, &rqd->smt_idle);
+    if (cpuset_has(&rqd->tickled, cpu)) {
+        cpuset_clear(&rqd->tickled, cpu);
+        smt_idle_mask_set(pc, rqd);
     }
 }
 
@@ -204,12 +206,12 @@ void
 credit2_runq_set_busy(struct credit2_runq *rqd, const struct credit2_pcpu *pc, unsigned int cpu,
                       bool busy)
 {
-    if (busy && (rqd->idle & credit2_bit(cpu))) {
-        rqd->idle &= ~credit2_bit(cpu);
+    if (busy && cpuset_has(&rqd->idle, cpu)) {
+        cpuset_clear(&rqd->idle, cpu);
         smt_idle_mask_clear(pc, &rqd->smt_idle);
-    } else if (!busy && !(rqd->idle & credit2_bit(cpu))) {
-        rqd->idle |= credit2_bit(cpu);
-        smt_idle_mask_set(pc, rqd->idle & ~rqd->tickled, &rqd->smt_idle);
+    } else if (!busy && !cpuset_has(&rqd->idle, cpu)) {
+        cpuset_set(&rqd->idle, cpu);
+        smt_idle_mask_set(pc, rqd);
     }
 }
 
@@ -296,41 +298,49 @@ tickle_score(struct policy *pol, uint64_t now, const struct credit2_vcpu *new, u
     return score;
 }
 
-/* Among idle CPUs of `mask`: the vCPU's own, else the next one. */
+/* Among idle CPUs of `hard`: the vCPU's own, else the next one. */
 static int
-tickle_idle(const struct credit2_runq *rqd, unsigned int cpu, uint64_t hard)
+tickle_idle(const struct credit2_runq *rqd, unsigned int cpu, const struct cpuset *hard)
 {
-    unsigned int i = test_or_cycle(cpu, rqd->smt_idle & hard);
+    struct cpuset m;
+    unsigned int i;
 
-    if (i == -1u)
-        i = test_or_cycle(cpu, rqd->idle & ~rqd->tickled & hard);
+    cpuset_and2(&m, &rqd->smt_idle, hard);
+    i = test_or_cycle(cpu, &m);
+    if (i == -1u) {
+        cpuset_andnot2(&m, &rqd->idle, &rqd->tickled);
+        cpuset_and(&m, hard);
+        i = test_or_cycle(cpu, &m);
+    }
     return i == -1u ? -1 : (int)i;
 }
 
 /* The busy, untickled CPU new should preempt, or -1: own CPU first. */
 static int
-tickle_busy(struct policy *pol, const struct credit2_vcpu *new, uint64_t hard, uint64_t now)
+tickle_busy(struct policy *pol, const struct credit2_vcpu *new, const struct cpuset *hard,
+            uint64_t now)
 {
     const struct credit2_runq *rqd = new->rqd;
     unsigned int cpu = new->v->cpu;
-    uint64_t mask = rqd->active & ~rqd->idle & ~rqd->tickled & hard;
+    struct cpuset mask;
     int64_t max = 0;
-    int ipid = -1;
+    int ipid = -1, i;
 
-    if (mask & credit2_bit(cpu)) {
-        mask &= ~credit2_bit(cpu);
+    cpuset_andnot2(&mask, &rqd->active, &rqd->idle);
+    cpuset_andnot(&mask, &rqd->tickled);
+    cpuset_and(&mask, hard);
+    if (cpuset_has(&mask, cpu)) {
+        cpuset_clear(&mask, cpu);
         if (tickle_score(pol, now, new, cpu) > 0)
             return (int)cpu; /* in its soft affinity: take it at once */
     }
-    for (unsigned int i = 0; mask != 0; i++, mask >>= 1) {
-        int64_t score;
+    cpuset_for_each(i, &mask)
+    {
+        int64_t score = tickle_score(pol, now, new, (unsigned int)i);
 
-        if (!(mask & 1))
-            continue;
-        score = tickle_score(pol, now, new, i);
         if (score > max) {
             max = score;
-            ipid = (int)i;
+            ipid = i;
         }
     }
     return ipid;
@@ -348,13 +358,14 @@ credit2_runq_tickle(struct policy *pol, struct credit2_vcpu *new, uint64_t now)
 {
     struct credit2_runq *rqd = new->rqd;
     unsigned int cpu = new->v->cpu;
-    uint64_t hard = new->v->affinity & rqd->active;
+    struct cpuset hard;
     int ipid;
 
-    if (new->pinned && (rqd->idle & credit2_bit(cpu)) && !(rqd->tickled & credit2_bit(cpu)))
+    cpuset_and2(&hard, &new->v->affinity, &rqd->active);
+    if (new->pinned && cpuset_has(&rqd->idle, cpu) && !cpuset_has(&rqd->tickled, cpu))
         ipid = (int)cpu;
-    else if ((ipid = tickle_idle(rqd, cpu, hard)) < 0)
-        ipid = tickle_busy(pol, new, hard, now);
+    else if ((ipid = tickle_idle(rqd, cpu, &hard)) < 0)
+        ipid = tickle_busy(pol, new, &hard, now);
     if (ipid < 0)
         return;
     credit2_runq_tickle_cpu(pol, rqd, (unsigned int)ipid);

@@ -75,6 +75,17 @@ struct credit_pcpu {
     bool balanced; /* has balanced at least once */
     uint64_t last_balance;
     uint64_t tickles, ratelimited, balances;
+    /* Topology. */
+    struct cpuset sibling_mask; /* same core and socket, itself included */
+    struct cpuset socket_mask;
+    unsigned int node; /* index into credit_priv.nodes */
+};
+
+/* A NUMA node of the pool (dense index): its CPUs and balancing state. */
+struct credit_node {
+    struct cpuset mask;
+    unsigned int first;
+    unsigned int balance_bias;
 };
 
 struct credit_priv {
@@ -97,14 +108,9 @@ struct credit_priv {
     uint64_t acct_next;
     /* CPUs. */
     unsigned int nr_cpus;
-    uint64_t all;
-    uint64_t idlers;
-    uint64_t sibling_mask[POLICY_MAX_CPUS];
-    uint64_t socket_mask[POLICY_MAX_CPUS];
-    unsigned int node_of[POLICY_MAX_CPUS];
-    uint64_t node_mask[POLICY_MAX_CPUS];
-    unsigned int node_first[POLICY_MAX_CPUS];
-    unsigned int balance_bias[POLICY_MAX_CPUS];
+    struct cpuset all;
+    struct cpuset idlers;
+    struct credit_node *nodes; /* nr_nodes of them (at most nr_cpus) */
     unsigned int nr_nodes;
     struct credit_pcpu cpu[];
 };
@@ -128,7 +134,7 @@ credit_dom(const struct policy_dom *d)
 }
 
 /* credit.c */
-unsigned int credit_mask_cycle(uint64_t mask, unsigned int n);
+unsigned int credit_mask_cycle(const struct cpuset *mask, unsigned int n);
 void credit_runq_insert(struct credit_pcpu *pc, struct credit_vcpu *cv);
 void credit_runq_remove(struct credit_pcpu *pc, struct credit_vcpu *cv);
 unsigned int credit_cpu_pick(struct policy *pol, const struct credit_vcpu *cv, bool commit);

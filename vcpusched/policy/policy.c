@@ -57,28 +57,40 @@ schema_check(const struct policy_ops *ops, const struct policy_param *schema, ch
  * Like Xen's scheduler_init: refuse a table with duplicate names or a
  * missing mandatory op, once, before anything uses it.
  */
+static bool
+schema_empty(const struct policy_param *schema)
+{
+    return schema == NULL || schema[0].name == NULL;
+}
+
+int
+policy_ops_check(const struct policy_ops *o, char *err)
+{
+    if (o->name == NULL || o->init == NULL || o->vcpu_add == NULL || o->vcpu_remove == NULL ||
+        o->wake == NULL || o->sleep == NULL || o->pick == NULL ||
+        (o->set_params == NULL && !(schema_empty(o->pool_params) && schema_empty(o->dom_params)))) {
+        snprintf(err, POLICY_ERRLEN, "policy %s: mandatory op missing", o->name ? o->name : "?");
+        return -EINVAL;
+    }
+    if (schema_check(o, o->pool_params, err) < 0 || schema_check(o, o->dom_params, err) < 0)
+        return -EINVAL;
+    return 0;
+}
+
 int
 policy_registry_check(char *err)
 {
     for (size_t i = 0; policies[i] != NULL; i++) {
         const struct policy_ops *o = policies[i];
 
-        if (o->name == NULL || o->init == NULL || o->fini == NULL || o->dom_add == NULL ||
-            o->dom_remove == NULL || o->vcpu_add == NULL || o->vcpu_remove == NULL ||
-            o->wake == NULL || o->sleep == NULL || o->charge == NULL || o->pick == NULL ||
-            o->set_params == NULL || o->get_params == NULL) {
-            snprintf(err, POLICY_ERRLEN, "policy %s: mandatory op missing",
-                     o->name ? o->name : "?");
+        if (policy_ops_check(o, err) < 0)
             return -EINVAL;
-        }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(policies[j]->name, o->name) == 0) {
                 snprintf(err, POLICY_ERRLEN, "policy %s: registered twice", o->name);
                 return -EINVAL;
             }
         }
-        if (schema_check(o, o->pool_params, err) < 0 || schema_check(o, o->dom_params, err) < 0)
-            return -EINVAL;
     }
     return 0;
 }
@@ -191,8 +203,8 @@ policy_create(struct policy *pol, const struct policy_ops *ops, const struct pol
     struct policy_values pv;
     int r;
 
-    if (nr_cpus == 0 || nr_cpus > POLICY_MAX_CPUS) {
-        snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs, not %u", POLICY_MAX_CPUS, nr_cpus);
+    if (nr_cpus == 0 || nr_cpus > CPUSET_MAX) {
+        snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs, not %u", CPUSET_MAX, nr_cpus);
         return -EINVAL;
     }
     r = policy_values_parse(ops->pool_params, kv, n, false, &pv, err);
@@ -212,8 +224,10 @@ policy_create(struct policy *pol, const struct policy_ops *ops, const struct pol
 void
 policy_destroy(struct policy *pol)
 {
-    if (pol->ops != NULL)
+    if (pol->ops != NULL && pol->ops->fini != NULL)
         pol->ops->fini(pol);
+    else if (pol->ops != NULL)
+        free(pol->priv);
     memset(pol, 0, sizeof(*pol));
 }
 

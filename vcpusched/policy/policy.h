@@ -18,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cpuset.h"
 #include "common/kv.h"
 #include "common/limits.h"
 
-#define POLICY_NEVER    UINT64_MAX /* "no deadline" for timers and slices */
-#define POLICY_MAX_CPUS 64         /* pCPUs per pool: masks are uint64_t */
-#define POLICY_ERRLEN   160        /* size of every errbuf handed to a policy */
+#define POLICY_NEVER  UINT64_MAX /* "no deadline" for timers and slices */
+#define POLICY_ERRLEN 160        /* size of every errbuf handed to a policy */
 
 struct policy;
 
@@ -57,7 +57,7 @@ struct policy_vcpu {
     uint32_t id;                    /* core: unique in the pool */
     unsigned int index;             /* core: vCPU number within its domain */
     struct policy_dom *dom;         /* core */
-    uint64_t affinity;              /* core: pool CPUs it may use (hard affinity), never 0 */
+    struct cpuset affinity;         /* core: pool CPUs it may use (hard affinity), never empty */
     bool runnable;                  /* core: true between wake and sleep */
     unsigned int cpu;               /* policy: pool CPU it lives on while not elected */
     bool parked;                    /* policy: must consume no CPU at all (caps) */
@@ -130,8 +130,8 @@ struct policy_sink {
 struct policy_ops {
     const char *name;
     const char *summary;                    /* one line for `vcpuschedctl help` */
-    const struct policy_param *pool_params; /* NULL-name terminated */
-    const struct policy_param *dom_params;  /* NULL-name terminated */
+    const struct policy_param *pool_params; /* NULL-name terminated, or NULL: none */
+    const struct policy_param *dom_params;  /* NULL-name terminated, or NULL: none */
     /*
      * Sizes of the private data the core allocates (zeroed) behind
      * d->priv and v->priv before dom_add/vcpu_add and frees after
@@ -142,15 +142,18 @@ struct policy_ops {
 
     /* Set up pol->priv for pol->nr_cpus CPUs with validated pool values. */
     int (*init)(struct policy *pol, const struct policy_values *pv, char *err);
+    /* Optional: release pol->priv. Default: free(pol->priv). */
     void (*fini)(struct policy *pol);
 
     /*
-     * Membership: control path, may allocate. dom_add gets validated
-     * domain values and must refuse (leaving nothing behind) on a bad
-     * combination. vcpu_add runs after dom_add for each vCPU, which arrives
-     * not runnable (v->cpu = 0); it must place the vCPU (policy_vcpu_move)
-     * on a CPU of its affinity, where the core then pins it. vcpu_remove may be called for a
-     * runnable or elected vCPU; the core re-picks its CPU afterwards.
+     * Membership: control path, may allocate. dom_add (optional, default:
+     * accept) gets validated domain values and must refuse (leaving
+     * nothing behind) on a bad combination; dom_remove (optional, default:
+     * nothing) undoes it. vcpu_add runs after dom_add for each vCPU, which
+     * arrives not runnable (v->cpu = 0); it must place the vCPU
+     * (policy_vcpu_move) on a CPU of its affinity, where the core then
+     * pins it. vcpu_remove may be called for a runnable or elected vCPU;
+     * the core re-picks its CPU afterwards.
      */
     int (*dom_add)(struct policy *pol, struct policy_dom *d, const struct policy_values *dv,
                    char *err);
@@ -158,10 +161,14 @@ struct policy_ops {
     void (*vcpu_add)(struct policy *pol, struct policy_vcpu *v, uint64_t now);
     void (*vcpu_remove)(struct policy *pol, struct policy_vcpu *v, uint64_t now);
 
-    /* Hot path. v->runnable is already updated when wake/sleep run. */
+    /*
+     * Hot path. v->runnable is already updated when wake/sleep run.
+     * yield is optional (default: nothing, the vCPU runs on); charge is
+     * optional (default: the measured time is not looked at).
+     */
     void (*wake)(struct policy *pol, struct policy_vcpu *v, uint64_t now);
     void (*sleep)(struct policy *pol, struct policy_vcpu *v, uint64_t now);
-    void (*yield)(struct policy *pol, struct policy_vcpu *v, uint64_t now); /* optional */
+    void (*yield)(struct policy *pol, struct policy_vcpu *v, uint64_t now);
     void (*charge)(struct policy *pol, struct policy_vcpu *v, uint64_t ran_ns, uint64_t now);
     /*
      * Choose what `cpu` runs from now on. The answer must be runnable, not
@@ -174,13 +181,16 @@ struct policy_ops {
      * Optional: the pool timer (Credit's tick and accounting, Credit2's
      * budget refills). Called when now >= pol->timer, which the core
      * resets to POLICY_NEVER first; re-arm with policy_timer_arm().
+     * Default: nothing (a policy without one never arms the timer).
      */
     void (*timer)(struct policy *pol, uint64_t now);
 
     /*
      * Control plane. set_params applies values for a domain (d != NULL)
      * or the pool (d == NULL); on error it fills err and changes nothing.
-     * get_params writes every current value, stats the per-vCPU counters.
+     * It is mandatory for a policy with parameters; one without may leave
+     * it out. get_params (optional, default: nothing) writes every current
+     * value; vcpu_stats (optional, default: nothing) the per-vCPU counters.
      */
     int (*set_params)(struct policy *pol, struct policy_dom *d, const struct policy_values *val,
                       uint64_t now, char *err);
@@ -195,7 +205,7 @@ struct policy {
     unsigned int nr_cpus;
     const struct policy_cpu *cpus; /* nr_cpus entries, owned by the core */
     /* Outputs to the core, written only through the helpers below. */
-    uint64_t tickled;          /* CPUs whose pick() must run again now */
+    struct cpuset tickled;     /* CPUs whose pick() must run again now */
     uint64_t timer;            /* absolute ns of the next timer() call */
     struct policy_vcpu *dirty; /* vCPUs whose cpu or parked changed */
 };
@@ -206,7 +216,7 @@ struct policy {
 static inline void
 policy_tickle(struct policy *pol, unsigned int cpu)
 {
-    pol->tickled |= 1ULL << cpu;
+    cpuset_set(&pol->tickled, cpu);
 }
 
 /* Arm the pool timer for `when`, keeping an earlier deadline if armed. */
@@ -250,7 +260,67 @@ policy_vcpu_park(struct policy *pol, struct policy_vcpu *v, bool parked)
 static inline bool
 policy_vcpu_allowed(const struct policy_vcpu *v, unsigned int cpu)
 {
-    return (v->affinity >> cpu) & 1;
+    return cpuset_has(&v->affinity, cpu);
+}
+
+/*
+ * --- Calls into a policy, with the defaults of the optional ops. The core
+ * (pool.c) calls policies only through these.
+ */
+
+static inline int
+policy_dom_add(struct policy *pol, struct policy_dom *d, const struct policy_values *dv, char *err)
+{
+    return pol->ops->dom_add != NULL ? pol->ops->dom_add(pol, d, dv, err) : 0;
+}
+
+static inline void
+policy_dom_remove(struct policy *pol, struct policy_dom *d)
+{
+    if (pol->ops->dom_remove != NULL)
+        pol->ops->dom_remove(pol, d);
+}
+
+static inline void
+policy_yield(struct policy *pol, struct policy_vcpu *v, uint64_t now)
+{
+    if (pol->ops->yield != NULL)
+        pol->ops->yield(pol, v, now);
+}
+
+static inline void
+policy_charge(struct policy *pol, struct policy_vcpu *v, uint64_t ran_ns, uint64_t now)
+{
+    if (pol->ops->charge != NULL)
+        pol->ops->charge(pol, v, ran_ns, now);
+}
+
+static inline void
+policy_timer(struct policy *pol, uint64_t now)
+{
+    if (pol->ops->timer != NULL)
+        pol->ops->timer(pol, now);
+}
+
+static inline int
+policy_set_params(struct policy *pol, struct policy_dom *d, const struct policy_values *val,
+                  uint64_t now, char *err)
+{
+    return pol->ops->set_params != NULL ? pol->ops->set_params(pol, d, val, now, err) : 0;
+}
+
+static inline void
+policy_get_params(struct policy *pol, struct policy_dom *d, struct policy_sink *sk)
+{
+    if (pol->ops->get_params != NULL)
+        pol->ops->get_params(pol, d, sk);
+}
+
+static inline void
+policy_vcpu_stats(struct policy *pol, struct policy_vcpu *v, struct policy_sink *sk)
+{
+    if (pol->ops->vcpu_stats != NULL)
+        pol->ops->vcpu_stats(pol, v, sk);
 }
 
 /* --- Registry and parameter handling (policy.c). --- */
@@ -258,7 +328,12 @@ policy_vcpu_allowed(const struct policy_vcpu *v, unsigned int cpu)
 const struct policy_ops *policy_find(const char *name);
 /* NULL-terminated list of every built-in policy, for help output. */
 const struct policy_ops *const *policy_all(void);
-/* Checks the built-in table once (duplicate names, missing ops). */
+/*
+ * An ops table's mandatory parts: name, init, vcpu_add, vcpu_remove, wake,
+ * sleep, pick, and set_params when it has parameters; well-formed schemas.
+ */
+int policy_ops_check(const struct policy_ops *ops, char *err);
+/* Checks the built-in table once (duplicate names, each table's ops). */
 int policy_registry_check(char *err);
 
 /*

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/assert.h"
 #include "common/names.h"
 #include "pool.h"
 
@@ -137,7 +138,7 @@ static int
 inst_add(struct policy *pol, struct policy_dom *pd, const struct policy_values *dv, uint64_t now,
          char *err)
 {
-    int r = pol->ops->dom_add(pol, pd, dv, err);
+    int r = policy_dom_add(pol, pd, dv, err);
 
     if (r < 0)
         return r;
@@ -172,7 +173,7 @@ inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
 {
     for (unsigned int i = 0; i < pd->nr_vcpus; i++)
         pol->ops->vcpu_remove(pol, pd->vcpus[i], now);
-    pol->ops->dom_remove(pol, pd);
+    policy_dom_remove(pol, pd);
     dirty_purge(pol, pd);
 }
 
@@ -181,23 +182,37 @@ inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
 static void
 collect(struct pool *p)
 {
-    p->need_pick |= p->pol.tickled;
-    p->pol.tickled = 0;
+    cpuset_or(&p->need_pick, &p->pol.tickled);
+    cpuset_zero(&p->pol.tickled);
 }
 
-static void
+/*
+ * Report the measured CPU time to the policy before a hot-path call (the
+ * ops contract: charge first), and keep the policy's clock from going
+ * back: dispatchers of one pool read the clock before taking its lock,
+ * so a call may arrive stamped a little before the previous one. Returns
+ * the time to give the policy.
+ */
+static uint64_t
 flush_charges(struct pool *p, uint64_t now)
 {
     struct pool_vcpu *v;
 
+    if (now < p->last_now) {
+        p->stats.clock_clamps++;
+        now = p->last_now;
+    }
+    p->last_now = now;
     while ((v = p->charge_list) != NULL) {
         p->charge_list = v->next_charge;
         v->next_charge = NULL;
         v->on_charge_list = false;
         if (v->uncharged_ns > 0)
-            p->pol.ops->charge(&p->pol, v->pv, v->uncharged_ns, now);
+            policy_charge(&p->pol, v->pv, v->uncharged_ns, now);
         v->uncharged_ns = 0;
     }
+    VS_ASSERT(p->charge_list == NULL);
+    return now;
 }
 
 static void
@@ -230,8 +245,8 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
         snprintf(err, POLICY_ERRLEN, "pool name must be 1..%d bytes", VS_NAME_SIZE - 1);
         return -EINVAL;
     }
-    if (nr_cpus == 0 || nr_cpus > POLICY_MAX_CPUS) {
-        snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs", POLICY_MAX_CPUS);
+    if (nr_cpus == 0 || nr_cpus > CPUSET_MAX) {
+        snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs", CPUSET_MAX);
         return -EINVAL;
     }
     p->cpus = calloc(nr_cpus, sizeof(*cpus));
@@ -296,11 +311,12 @@ pool_dom_find(struct pool *p, const char *name)
 
 /* Names end up in table specs, JSON and logs: keep them plain. */
 static int
-dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
+dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const struct cpuset *affinity,
           char *err)
 {
-    uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
+    struct cpuset all;
 
+    cpuset_fill(&all, p->nr_cpus);
     if (!names_valid(name)) {
         snprintf(err, POLICY_ERRLEN, "bad domain name '%.32s': 1..%d of " NAMES_CHARS, name,
                  VS_NAME_SIZE - 1);
@@ -316,7 +332,7 @@ dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_
         return -EINVAL;
     }
     for (unsigned int i = 0; affinity != NULL && i < nr_vcpus; i++) {
-        if (affinity[i] != 0 && (affinity[i] & all) == 0) {
+        if (!cpuset_empty(&affinity[i]) && !cpuset_intersects(&affinity[i], &all)) {
             snprintf(err, POLICY_ERRLEN, "domain %s: vCPU %u may not use any CPU of pool %s", name,
                      i, p->name);
             return -EINVAL;
@@ -326,17 +342,18 @@ dom_check(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_
 }
 
 int
-pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
+pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const struct cpuset *affinity,
              const struct kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err)
 {
-    uint64_t all = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
     struct policy_values dv;
+    struct cpuset all;
     struct pool_dom *d;
     int r;
 
     r = dom_check(p, name, nr_vcpus, affinity, err);
     if (r < 0)
         return r;
+    cpuset_fill(&all, p->nr_cpus);
     r = policy_values_parse(p->pol.ops->dom_params, kv, n, false, &dv, err);
     if (r < 0)
         return r;
@@ -351,7 +368,9 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint
 
         v->dom = d;
         v->index = i;
-        v->affinity = (affinity == NULL || affinity[i] == 0) ? all : (affinity[i] & all);
+        v->affinity = all;
+        if (affinity != NULL && !cpuset_empty(&affinity[i]))
+            cpuset_and(&v->affinity, &affinity[i]);
         v->elected_on = -1;
     }
     if (kvs_merge(&d->params, kv, n) < 0)
@@ -383,13 +402,13 @@ nomem:
 void
 pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
 {
-    flush_charges(p, now);
+    now = flush_charges(p, now);
     for (unsigned int i = 0; i < d->nr_vcpus; i++) {
         struct pool_vcpu *v = &d->vcpus[i];
 
         if (v->elected_on >= 0) {
             p->cpu[v->elected_on].elected = NULL;
-            p->need_pick |= 1ULL << v->elected_on;
+            cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
             v->elected_on = -1;
         }
         charge_list_remove(p, v);
@@ -423,8 +442,8 @@ pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint
     }
     if (kvs_merge(store, kv, n) < 0)
         goto nomem;
-    flush_charges(p, now);
-    r = p->pol.ops->set_params(&p->pol, d ? d->pd : NULL, &val, now, err);
+    now = flush_charges(p, now);
+    r = policy_set_params(&p->pol, d ? d->pd : NULL, &val, now, err);
     if (r < 0) {
         kvs_clear(store);
         *store = backup;
@@ -506,7 +525,7 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
         k++;
     }
     /* Commit: tear down the old instance, swap headers and policy. */
-    flush_charges(p, now);
+    now = flush_charges(p, now);
     k = 0;
     TAILQ_FOREACH(d, &p->doms, link)
     {
@@ -527,7 +546,7 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
         p->cpu[c].elected = NULL;
         p->cpu[c].until = POLICY_NEVER;
     }
-    p->need_pick = p->nr_cpus == 64 ? ~0ULL : (1ULL << p->nr_cpus) - 1;
+    cpuset_fill(&p->need_pick, p->nr_cpus);
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
@@ -561,7 +580,7 @@ pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (v->runnable)
         return;
-    flush_charges(p, now);
+    now = flush_charges(p, now);
     v->runnable = true;
     v->pv->runnable = true;
     v->wakes++;
@@ -575,14 +594,14 @@ pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (!v->runnable)
         return;
-    flush_charges(p, now);
+    now = flush_charges(p, now);
     v->runnable = false;
     v->pv->runnable = false;
     v->sleeps++;
     p->stats.sleeps++;
     p->pol.ops->sleep(&p->pol, v->pv, now);
     if (v->elected_on >= 0)
-        p->need_pick |= 1ULL << v->elected_on;
+        cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
     collect(p);
 }
 
@@ -590,11 +609,11 @@ void
 pool_yield(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (!v->runnable || p->pol.ops->yield == NULL)
-        return;
-    flush_charges(p, now);
-    p->pol.ops->yield(&p->pol, v->pv, now);
+        return; /* nothing would change */
+    now = flush_charges(p, now);
+    policy_yield(&p->pol, v->pv, now);
     if (v->elected_on >= 0)
-        p->need_pick |= 1ULL << v->elected_on;
+        cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
     collect(p);
 }
 
@@ -603,11 +622,10 @@ pool_timer(struct pool *p, uint64_t now)
 {
     if (now < p->pol.timer)
         return;
-    flush_charges(p, now);
+    now = flush_charges(p, now);
     p->pol.timer = POLICY_NEVER;
     p->stats.timers++;
-    if (p->pol.ops->timer != NULL)
-        p->pol.ops->timer(&p->pol, now);
+    policy_timer(&p->pol, now);
     collect(p);
 }
 
@@ -647,7 +665,9 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     struct pool_vcpu *next;
     const char *bad;
 
-    flush_charges(p, now);
+    now = flush_charges(p, now);
+    VS_ASSERT(cpu < p->nr_cpus);
+    VS_ASSERT(c->elected == NULL || c->elected->elected_on == (int)cpu);
     p->pol.ops->pick(&p->pol, cpu, now, &d);
     p->stats.picks++;
     bad = decision_check(p, cpu, now, &d);
@@ -671,7 +691,7 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     c->elected = next;
     c->until = d.until;
     collect(p);
-    p->need_pick &= ~(1ULL << cpu); /* a pick that tickles itself is moot */
+    cpuset_clear(&p->need_pick, cpu); /* a pick that tickles itself is moot */
     return c;
 }
 
@@ -697,14 +717,13 @@ pool_take_dirty(struct pool *p)
 void
 pool_get_params(struct pool *p, struct pool_dom *d, struct policy_sink *sk)
 {
-    p->pol.ops->get_params(&p->pol, d ? d->pd : NULL, sk);
+    policy_get_params(&p->pol, d ? d->pd : NULL, sk);
 }
 
 void
 pool_vcpu_stats(struct pool *p, struct pool_vcpu *v, struct policy_sink *sk)
 {
-    if (p->pol.ops->vcpu_stats != NULL)
-        p->pol.ops->vcpu_stats(&p->pol, v->pv, sk);
+    policy_vcpu_stats(&p->pol, v->pv, sk);
 }
 
 const char *

@@ -36,8 +36,8 @@ struct pool_kvs {
 struct pool_vcpu {
     struct policy_vcpu *pv; /* header of the current policy instance */
     struct pool_dom *dom;
-    unsigned int index; /* vCPU number within its domain */
-    uint64_t affinity;  /* pool CPUs it may use */
+    unsigned int index;     /* vCPU number within its domain */
+    struct cpuset affinity; /* pool CPUs it may use */
     bool runnable;
     int elected_on;        /* CPU it is elected on, or -1 */
     uint64_t uncharged_ns; /* measured, not yet reported to the policy */
@@ -76,6 +76,7 @@ struct pool_stats {
     uint64_t timers;
     uint64_t violations; /* decisions that broke the ops contract */
     uint64_t policy_switches;
+    uint64_t clock_clamps; /* calls stamped before the previous one, given its time */
 };
 
 struct pool {
@@ -83,14 +84,15 @@ struct pool {
     struct policy pol;
     struct policy_cpu *cpus; /* nr_cpus entries */
     unsigned int nr_cpus;
-    struct pool_cpu cpu[POLICY_MAX_CPUS];
+    struct pool_cpu cpu[CPUSET_MAX];
     struct pool_dom_list doms;
     unsigned int nr_doms;
     uint32_t next_dom_id;
     uint32_t next_vcpu_id;
-    struct pool_kvs params; /* pool parameters of the current policy */
-    uint64_t need_pick;     /* CPUs to re-pick */
+    struct pool_kvs params;  /* pool parameters of the current policy */
+    struct cpuset need_pick; /* CPUs to re-pick */
     struct pool_vcpu *charge_list;
+    uint64_t last_now; /* the latest time given to the policy */
     struct pool_stats stats;
     char last_violation[POLICY_ERRLEN];
 };
@@ -106,11 +108,13 @@ void pool_fini(struct pool *p, uint64_t now);
 
 /*
  * Attach a domain with `nr_vcpus` vCPUs, `affinity[i]` the pool CPUs vCPU
- * i may use (0 means all). Parameters are checked strictly. On success the
- * vCPUs are placed (dirty) and not runnable; the caller then reports wakes.
+ * i may use (empty, or affinity NULL: all). Parameters are checked
+ * strictly. On success the vCPUs are placed (dirty) and not runnable; the
+ * caller then reports wakes.
  */
-int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const uint64_t *affinity,
-                 const struct kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err);
+int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
+                 const struct cpuset *affinity, const struct kv *kv, size_t n, uint64_t now,
+                 struct pool_dom **out, char *err);
 void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
 struct pool_dom *pool_dom_find(struct pool *p, const char *name);
 
@@ -139,10 +143,10 @@ const struct pool_cpu *pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
 
 /* Earliest of the CPU slice ends and the policy timer. */
 uint64_t pool_next_deadline(const struct pool *p);
-static inline uint64_t
+static inline const struct cpuset *
 pool_need_pick(const struct pool *p)
 {
-    return p->need_pick;
+    return &p->need_pick;
 }
 struct pool_vcpu *pool_take_dirty(struct pool *p);
 

@@ -84,26 +84,6 @@ rr_init(struct policy *pol, const struct policy_values *pv, char *err)
 }
 
 static void
-rr_fini(struct policy *pol)
-{
-    free(pol->priv);
-    pol->priv = NULL;
-}
-
-static int
-rr_dom_add(struct policy *pol, struct policy_dom *d, const struct policy_values *dv, char *err)
-{
-    (void)pol, (void)d, (void)dv, (void)err;
-    return 0;
-}
-
-static void
-rr_dom_remove(struct policy *pol, struct policy_dom *d)
-{
-    (void)pol, (void)d;
-}
-
-static void
 rr_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
 {
     struct rr_priv *p = rr_priv(pol);
@@ -243,9 +223,6 @@ const struct policy_ops rr_ops = {
     .dom_params = rr_dom_params,
     .vcpu_priv_size = sizeof(struct rr_vcpu),
     .init = rr_init,
-    .fini = rr_fini,
-    .dom_add = rr_dom_add,
-    .dom_remove = rr_dom_remove,
     .vcpu_add = rr_vcpu_add,
     .vcpu_remove = rr_vcpu_remove,
     .wake = rr_wake,
