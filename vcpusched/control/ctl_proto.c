@@ -622,13 +622,13 @@ static const struct ctl_cmd_desc {
     int (*parse)(struct json_object *args, struct ctl_request *req, char *err, size_t errlen);
     bool args_optional;
 } cmds[] = {
-    [CTL_VERSION] = {no_keys, NULL},
-    [CTL_ATTACH] = {attach_keys, parse_attach},
-    [CTL_DETACH] = {name_keys, parse_name_only},
-    [CTL_SET] = {set_keys, parse_set},
-    [CTL_LIST] = {no_keys, NULL},
-    [CTL_STATS] = {no_keys, NULL},
-    [CTL_POOL] = {NULL, parse_pool},
+    [CTL_VERSION] = {no_keys, NULL, false},
+    [CTL_ATTACH] = {attach_keys, parse_attach, false},
+    [CTL_DETACH] = {name_keys, parse_name_only, false},
+    [CTL_SET] = {set_keys, parse_set, false},
+    [CTL_LIST] = {no_keys, NULL, false},
+    [CTL_STATS] = {no_keys, NULL, false},
+    [CTL_POOL] = {NULL, parse_pool, false},
     [CTL_HELP] = {help_keys, parse_help, true},
 };
 
