@@ -94,8 +94,8 @@ setup(void)
             sched_yield();
         tids[i] = atomic_load(&fx.tids[i]);
     }
-    ck_assert_msg(sched_attach(fx.s, "vm", "a", getpid(), tids, NR_THREADS, &w, 1, "tids", err,
-                               sizeof(err)) == 0,
+    ck_assert_msg(sched_attach(fx.s, "vm", "a", getpid(), tids, NR_THREADS, &w, 1, "tids", NULL,
+                               err, sizeof(err)) == 0,
                   "%s", err);
 }
 

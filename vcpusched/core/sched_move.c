@@ -28,10 +28,10 @@ move_probe(struct sched_dom *d, struct sched_pool *to, struct cpuset *aff, char 
         hosts[i] = to->cpus[i].host;
     sched_pool_lock(from);
     for (unsigned int i = 0; i < d->nr_threads && r >= 0; i++) {
-        struct act_thread *a = d->threads[i].act;
+        struct act_thread *a = d->threads[i]->act;
         int was = a->cpu;
 
-        if (d->threads[i].gone)
+        if (d->threads[i]->gone)
             continue; /* aff[i] empty: any CPU */
         r = act_probe_cpus(a, hosts, to->nr_cpus, &aff[i]);
         if (was >= 0)
@@ -65,18 +65,18 @@ move_commit(struct sched_dom *d, struct sched_pool *to, struct pool_dom *npd, bo
 
     VS_ASSERT(sched_pool_held(from) && sched_pool_held(to));
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        run[i] = d->threads[i].pv->runnable;
-        dispatch_forget(from, &d->threads[i]);
+        run[i] = d->threads[i]->pv->runnable;
+        dispatch_forget(from, d->threads[i]);
     }
     pool_dom_remove(&from->pool, d->pd, now);
     dispatch_apply(from, now);
     d->pd = npd;
     d->sp = to;
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        struct sched_thread *th = d->threads[i];
         int r;
 
-        th->pv = &npd->vcpus[i];
+        th->pv = npd->vcpus[i];
         th->pv->owner = th;
         th->wake_ts = 0;
         th->seg_accounted = 0;
@@ -92,8 +92,8 @@ move_commit(struct sched_dom *d, struct sched_pool *to, struct pool_dom *npd, bo
     }
     dispatch_apply(to, now); /* pins every vCPU to its home CPU in `to` */
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (run[i] && !d->threads[i].gone)
-            pool_wake(&to->pool, d->threads[i].pv, now);
+        if (run[i] && !d->threads[i]->gone)
+            pool_wake(&to->pool, d->threads[i]->pv, now);
 }
 
 int

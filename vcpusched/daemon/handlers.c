@@ -111,7 +111,7 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct cont
           struct json_object **res, char *err, size_t errlen)
 {
     pid_t tids[VS_THREADS_MAX], pid;
-    const char *source = "";
+    const char *source = "", *origin;
     unsigned int n = 0;
     int r;
 
@@ -120,8 +120,12 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct cont
         r = check_target(d, req, pid, peer, err, errlen);
     if (r < 0)
         return r;
+    /* Where hot-plugged vCPUs are found again (vcpu_resync.c). */
+    origin = req->target == CTL_TARGET_QMP       ? req->qmp
+             : req->target == CTL_TARGET_LIBVIRT ? req->libvirt
+                                                 : NULL;
     r = sched_attach(d->sched, req->name, req->pool[0] ? req->pool : NULL, pid, tids, n,
-                     req->params, req->nr_params, source, err, errlen);
+                     req->params, req->nr_params, source, origin, err, errlen);
     if (r == 0)
         *res = sched_json_domain(d->sched, req->name);
     return r;

@@ -64,7 +64,8 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     if (r < 0)
         goto out;
     libvirt_meta_kv(m, kv);
-    r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", err, errlen);
+    r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", name, err,
+                     errlen);
 out:
     free(own);
     free(tids);
