@@ -271,7 +271,8 @@ START_TEST(test_optional_ops_default)
 {
     static const struct policy_cpu cpu0 = {0, 0, 0, 0};
     struct policy_ops no_pick = mini_ops, params_no_set = mini_ops;
-    static const struct policy_param one[] = {{"x", POLICY_PARAM_INT, 0, 9, 0, "x"}, {NULL}};
+    static const struct policy_param one[] = {{"x", POLICY_PARAM_INT, 0, 9, 0, "x"},
+                                              {NULL, 0, 0, 0, 0, NULL}};
     struct policy_dom d = {.id = 1, .name = "d", .nr_vcpus = 1};
     struct policy_vcpu v = {.id = 1, .dom = &d};
     struct policy_vcpu *vs[1] = {&v};
