@@ -91,7 +91,8 @@ int sched_dom_pool(struct sched *s, const char *name, char *pool, size_t len);
  * tids[0..n) of process `pid`, in vCPU order. Threads not managed yet are
  * attached to the domain with its parameters (a vCPU each, numbered after
  * the highest); managed ones not listed, or gone, are dropped and given
- * back. The domain's other vCPUs are not disturbed. Returns how many
+ * back (a vCPU thread that exited is gone, listed or not). The domain's
+ * other vCPUs are not disturbed. Returns how many
  * vCPUs were added and removed (0: nothing to do), or -errno: -ENOENT (no
  * such domain), -ESRCH (another process: left to the reaper), or the
  * first thread that could not be added (the others are still done).
@@ -106,6 +107,7 @@ struct sched_target {
     char source[16];
     char origin[SCHED_ORIGIN_SIZE];
     pid_t pid;
+    unsigned int nr_gone; /* vCPU threads that exited (an unplug, maybe) */
 };
 /* Those domains into out[0..max): how many there are (may be more than max). */
 unsigned int sched_dom_targets(struct sched *s, struct sched_target *out, unsigned int max);

@@ -13,11 +13,16 @@
 
 #include "sched_priv.h"
 
+/*
+ * A thread id in the domain, gone or not: a reused id waits until the gone
+ * record is dropped (both would watch one tid). th->gone is written by
+ * dispatchers: these run under the pool lock.
+ */
 static bool
 managed(const struct sched_dom *d, pid_t tid)
 {
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (!d->threads[i]->gone && d->threads[i]->act->tid == tid)
+        if (d->threads[i]->act->tid == tid)
             return true;
     return false;
 }
@@ -137,9 +142,13 @@ sched_dom_update(struct sched *s, const char *name, pid_t pid, const pid_t *tids
     }
     /* Plug first: the domain never runs out of vCPUs on the way. */
     for (unsigned int i = 0; i < n; i++) {
+        bool known;
         int e;
 
-        if (managed(d, tids[i]))
+        sched_pool_lock(d->sp);
+        known = managed(d, tids[i]);
+        sched_pool_unlock(d->sp);
+        if (known)
             continue;
         e = vcpu_plug(s, d, tids[i], msg, sizeof(msg));
         if (e == 0)
@@ -150,17 +159,18 @@ sched_dom_update(struct sched *s, const char *name, pid_t pid, const pid_t *tids
         }
     }
     for (unsigned int i = 0; n > 0 && i < d->nr_threads;) {
-        struct sched_thread *th;
+        struct sched_thread *th = NULL;
 
-        if (listed(d->threads[i], tids, n) || d->nr_threads == 1) {
-            i++;
-            continue;
-        }
         sched_pool_lock(d->sp);
-        th = vcpu_take_out(d, i, sched_now());
+        if (!listed(d->threads[i], tids, n) && d->nr_threads > 1)
+            th = vcpu_take_out(d, i, sched_now());
+        else
+            i++;
         sched_pool_unlock(d->sp);
-        sched_threads_release(s, &th, 1);
-        changes++;
+        if (th != NULL) {
+            sched_threads_release(s, &th, 1);
+            changes++;
+        }
     }
 out:
     pthread_mutex_unlock(&s->lock);
@@ -183,6 +193,11 @@ sched_dom_targets(struct sched *s, struct sched_target *out, unsigned int max)
             snprintf(out[n].source, sizeof(out[n].source), "%s", d->source);
             snprintf(out[n].origin, sizeof(out[n].origin), "%s", d->origin);
             out[n].pid = d->pid;
+            out[n].nr_gone = 0;
+            sched_pool_lock(d->sp); /* `gone` is written by dispatchers */
+            for (unsigned int i = 0; i < d->nr_threads; i++)
+                out[n].nr_gone += d->threads[i]->gone;
+            sched_pool_unlock(d->sp);
         }
         n++;
     }

@@ -41,7 +41,7 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
         return discover_qmp(req->qmp, pid, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_LIBVIRT:
         *source = "libvirt";
-        return daemon_libvirt_threads(d, req->libvirt, pid, tids, n, NULL, err, errlen);
+        return daemon_libvirt_threads(d, req->libvirt, pid, tids, n, NULL, false, err, errlen);
     default:
         snprintf(err, errlen, "attach needs pid, tids, qmp or libvirt");
         return -EINVAL;
@@ -50,13 +50,23 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
 
 int
 daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid, pid_t *tids,
-                       unsigned int *n, struct libvirt_meta *meta, char *err, size_t errlen)
+                       unsigned int *n, struct libvirt_meta *meta, bool live_only, char *err,
+                       size_t errlen)
 {
     const char *how;
+    unsigned int k = 0;
+    char path[64];
     int r;
 
     r = libvirt_vcpus_find(d->libvirt_dir, domain, pid, tids, VS_THREADS_MAX, n, &how, meta, err,
                            errlen);
+    for (unsigned int i = 0; r == 0 && live_only && i < *n; i++) {
+        snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)*pid, (int)tids[i]);
+        if (access(path, F_OK) == 0)
+            tids[k++] = tids[i];
+    }
+    if (r == 0 && live_only)
+        *n = k;
     /* The status file may be stale (a thread id reused): check as for QMP. */
     if (r == 0)
         r = discover_check_vcpus(*pid, tids, *n, err, errlen);

@@ -53,7 +53,7 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    r = daemon_libvirt_threads(d, name, &pid, tids, &n, own, err, errlen);
+    r = daemon_libvirt_threads(d, name, &pid, tids, &n, own, false, err, errlen);
     if (r < 0)
         goto out;
     m = m != NULL ? m : own;

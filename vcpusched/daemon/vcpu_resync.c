@@ -5,8 +5,10 @@
  * and hands the list to sched_dom_update. Neither libvirt nor QEMU 7.2
  * sends an event for a CPU hot-plug (docs/libvirt.md), so it polls:
  * libvirt's status file, re-read when libvirt has rewritten it (by rename:
- * a new inode), every RESYNC_TICK_MS; QEMU's query-cpus-fast every
- * RESYNC_QMP_MS. Never calls libvirt; holds no lock while it reads.
+ * a new inode) or when a vCPU thread of the domain exited (an unplug whose
+ * end QEMU 7.2 may not report to libvirt), every RESYNC_TICK_MS; QEMU's
+ * query-cpus-fast every RESYNC_QMP_MS. Never calls libvirt; holds no lock
+ * while it reads.
  */
 #include <errno.h>
 #include <poll.h>
@@ -145,17 +147,19 @@ resync_pass(struct vcpu_resync *r, bool qmp)
 
             if (status_stat(r, t[i].origin, &now) < 0)
                 continue;
-            if (!seen_same(seen_find(r, t[i].origin), &now)) {
+            /* Re-read when libvirt replaced the file, or a vCPU thread exited. */
+            if (!seen_same(seen_find(r, t[i].origin), &now) || t[i].nr_gone > 0) {
                 unsigned int nt = 0;
                 char err[256];
                 pid_t pid = 0;
 
-                if (daemon_libvirt_threads(r->d, t[i].origin, &pid, r->tids, &nt, NULL, err,
+                if (daemon_libvirt_threads(r->d, t[i].origin, &pid, r->tids, &nt, NULL, true, err,
                                            sizeof(err)) < 0) {
                     log_debugx("domain %s: status file: %s", t[i].name, err);
                     continue; /* not remembered: read again next tick */
                 }
-                if (resync_apply(r, &t[i], pid, nt) < 0)
+                /* A change is checked again next tick (a reused thread id waits a pass). */
+                if (resync_apply(r, &t[i], pid, nt) != 0)
                     continue;
             }
             r->next[kept++] = now;
