@@ -151,8 +151,9 @@ daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req, struct 
             break;
         }
         r = lv_attach(d, req->name, m, err, errlen);
-        done = r == 1 ? "not opted in" : "attached";
-        r = r == 1 ? 0 : r;
+        /* EEXIST: the watcher's Started event came first. */
+        done = r == 1 ? "not opted in" : r == -EEXIST ? "already attached" : "attached";
+        r = r == 1 || r == -EEXIST ? 0 : r;
         break;
     }
     free(m);
