@@ -6,6 +6,7 @@
  * function takes s->lock; see sched_priv.h for the other locks.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,8 +146,14 @@ sched_move(struct sched *s, const char *name, const char *pool, const struct kv 
         goto out;
     /* No event is applied to a thread half-way between pools (drain_one). */
     pthread_mutex_lock(&s->ev_lock);
-    sched_pool_lock(from);
-    sched_pool_lock(to); /* dispatchers never hold two pool locks: no deadlock */
+    /* Dispatchers never hold two pool locks; one order for every move. */
+    if ((uintptr_t)from < (uintptr_t)to) {
+        sched_pool_lock(from);
+        sched_pool_lock(to);
+    } else {
+        sched_pool_lock(to);
+        sched_pool_lock(from);
+    }
     r = pool_dom_add(&to->pool, name, d->nr_threads, aff, use, (size_t)n, sched_now(), &npd, perr);
     if (r == 0)
         move_commit(d, to, npd, run);
