@@ -107,6 +107,9 @@ class PolicyTest(unittest.TestCase):
         # 30 ms slice: the tail is slices, not microseconds.
         self.assertLess(on99 * 5, off99, "BOOST should cut the tail wake latency")
 
+    @unittest.skipIf(os.environ.get("VCPUSCHED_SANITIZER") == "thread",
+                     "the pattern dodges ticks by 0.1 ms; a TSan-instrumented "
+                     "dispatcher runs them late, so the ticks do not line up")
     def test_credit_tick_exploit_gets_no_more_than_its_share(self):
         # Credit's ticks are armed on multiples of 10 ms of the daemon's
         # CLOCK_MONOTONIC when the CPU leaves idle, then every 10 ms from
