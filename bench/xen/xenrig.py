@@ -76,7 +76,7 @@ class Rig:
                     f"sched={self.sched} noreboot")
         dom0 = f"{self.img['XR_DOM0_KERNEL']} console=hvc0 rdinit=/init quiet"
         cpu = "host" if self.accel == "kvm" else "max,-smap,-smep"
-        return ["qemu-system-x86_64", "-M", "q35", "-cpu", cpu, "-smp", str(self.smp),
+        return ["qemu-system-x86_64", "-name", "xenrig,debug-threads=on", "-M", "q35", "-cpu", cpu, "-smp", str(self.smp),
                 "-m", str(self.mem_mb), "-accel",
                 "kvm" if self.accel == "kvm" else "tcg,thread=multi",
                 "-display", "none", "-nodefaults", "-no-user-config", "-no-reboot",
@@ -122,6 +122,21 @@ class Rig:
                 raise RigError(f"dom0 failed: {m.group(0) if m else con[-3000:]}")
             time.sleep(0.2)
         raise RigError(f"dom0 not ready in {self.boot_timeout} s:\n{self.read(self.console)[-3000:]}")
+
+    def pin(self, pcpu_host):
+        """Move the QEMU threads of Xen's pCPUs ({pcpu: host CPU}) to host
+        CPUs; every other QEMU thread goes to the CPUs in `rest`."""
+        rest = pcpu_host.get("rest")
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            comm = self.read(f"/proc/{self.proc.pid}/task/{tid}/comm").strip()
+            m = re.match(r"CPU (\d+)/", comm)
+            cpu = pcpu_host.get(int(m.group(1))) if m else None
+            cpus = {cpu} if cpu is not None else rest
+            if cpus:
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                except OSError:
+                    pass
 
     def stop(self):
         if self.sock:
@@ -229,8 +244,10 @@ class Rig:
                 f"xl create {'-p ' if paused else ''}-q /tmp/{name}.cfg", timeout=180)
 
     def destroy(self, *names):
+        """Destroy domUs and their console logs (a later domain of the same
+        name must not find the old one's lines)."""
         for n in names:
-            self.run(f"xl destroy {n}")
+            self.run(f"xl destroy {n}; rm -f /var/log/xen/guest-{n}.log")
 
     def domains(self):
         out = self.sh("xl list")
