@@ -123,20 +123,28 @@ class Rig:
             time.sleep(0.2)
         raise RigError(f"dom0 not ready in {self.boot_timeout} s:\n{self.read(self.console)[-3000:]}")
 
-    def pin(self, pcpu_host):
+    def pin(self, pcpu_host, fifo=()):
         """Move the QEMU threads of Xen's pCPUs ({pcpu: host CPU}) to host
-        CPUs; every other QEMU thread goes to the CPUs in `rest`."""
+        CPUs; every other QEMU thread goes to the CPUs in `rest`. The pCPUs
+        in `fifo` run SCHED_FIFO 1 (others SCHED_OTHER): on the managed host
+        CPU they then keep it against stray host work, as vcpusched's
+        elevated vCPU threads do (real-time throttling still leaves the host
+        its 5%; the threads end with QEMU)."""
         rest = pcpu_host.get("rest")
         for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
             comm = self.read(f"/proc/{self.proc.pid}/task/{tid}/comm").strip()
             m = re.match(r"CPU (\d+)/", comm)
             cpu = pcpu_host.get(int(m.group(1))) if m else None
             cpus = {cpu} if cpu is not None else rest
-            if cpus:
-                try:
+            try:
+                if cpus:
                     os.sched_setaffinity(int(tid), cpus)
-                except OSError:
-                    pass
+                if m and int(m.group(1)) in fifo:
+                    os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(1))
+                elif m:
+                    os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
 
     def stop(self):
         if self.sock:
