@@ -15,9 +15,10 @@
  * spread evenly over their period, so that many of them do not all wake
  * at once. `wake` is a sleeper that also writes how late each wake ran
  * (us after its absolute wake time, one line each) to FILE: the
- * wake-to-run latency of bench/xen's BOOST scenario, measured the same way
- * on a host thread and inside a Xen domU. The thread ids, in SPEC order, go to stdout as one line once
- * every thread runs. Runs until killed.
+ * wake-to-run latency of bench/xen's BOOST scenario, measured the same
+ * way on a host thread and inside a Xen domU. The thread ids, in SPEC
+ * order, go to stdout as one line once every thread runs. Runs until
+ * killed.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -89,9 +89,10 @@ def dom(name, vcpus=1, role="hog", weight=None, cap=None, wake=None):
             "wake": wake}
 
 
-def scen(sid, sched, title, doms, cpus=1, pool=None, runs=False):
+def scen(sid, sched, title, doms, cpus=1, pool=None, runs=False, vs_pool=None):
+    """vs_pool: pool parameters for vcpusched only (knobs Xen 4.17 lacks)."""
     return {"id": f"{sid}-{sched}", "sched": sched, "title": title, "doms": doms,
-            "cpus": cpus, "pool": pool or {}, "runs": runs}
+            "cpus": cpus, "pool": pool or {}, "runs": runs, "vs_pool": vs_pool or {}}
 
 
 SLEEPER = (10000, 1000)  # wakes every 10 ms, runs 1 ms (vstest's latency sleeper)
@@ -135,6 +136,15 @@ def scenarios():
         scen("rl5", "credit2", "sleeper next to two hogs, ratelimit 5 ms",
              [dom("h1"), dom("h2"), dom("io", role="wake", wake=SLEEPER)],
              pool={"ratelimit_us": 5000}),
+        # Xen 4.17 ends a Credit2 slice at the runqueue head's credit only;
+        # vcpusched follows Xen >= 4.21 unless inflight=0 (credit2.c).
+        scen("runs2", "credit2", "two equal hogs: run length", [dom("a"), dom("b")], runs=True),
+        scen("runs2i0", "credit2", "two equal hogs: run length (vcpusched inflight=0)",
+             [dom("a"), dom("b")], runs=True, vs_pool={"inflight": 0}),
+        scen("cap50hogi0", "credit2", "cap 50 next to a hog (vcpusched inflight=0)",
+             [dom("capped", cap=50), dom("hog")], vs_pool={"inflight": 0}),
+        scen("cap30hogi0", "credit2", "cap 30 next to a hog (vcpusched inflight=0)",
+             [dom("capped", cap=30), dom("hog")], vs_pool={"inflight": 0}),
     ]
     return out
 
@@ -205,7 +215,8 @@ class XenSide:
             r.pool_destroy("s")
 
     def measure(self, s):
-        return measure_shares(self.rig, window_of(s, self.window), s["runs"])
+        return measure_shares(self.rig, window_of(s, self.window), s["runs"],
+                              (1,) if s["cpus"] == 1 else (2, 3))
 
     def lateness(self, name):
         out = self.rig.wait_console(name, "XR-LAT-END", self.window + 120)
@@ -214,27 +225,31 @@ class XenSide:
         return xs[100:]  # the first second: the hogs were still settling
 
 
-def measure_shares(rig, window, runs=False):
+def measure_shares(rig, window, runs=False, pcpus=(1,)):
     """Each domU vCPU's CPU time / wall time over `window` seconds (xl
     vcpu-list deltas); with runs, also the mean running stretch (ms) per
-    vCPU from 5 s of xentrace (scheduler class) summarised by xenalyze."""
+    vCPU from 5 s of xentrace (scheduler class) summarised by xenalyze;
+    and how much of the window the measured pCPUs' QEMU threads waited for
+    the host (`stolen`)."""
+    d0 = {p: rig.pcpu_delay_ns(p) for p in pcpus}
     a = rig.vcpu_times()
     t0 = time.monotonic()
     runs_ms = None
     if runs:
         rig.sh("rm -f /tmp/t.bin; xentrace -D -e 0x0002f000 -T 5 /tmp/t.bin >/dev/null 2>&1")
         ids = {}
-        for n in {d for (d, _) in a if d != "Domain-0"}:
+        for n in {k[0] for k in a if isinstance(k, tuple) and k[0] != "Domain-0"}:
             ids[int(rig.sh(f"xl domid {n}").strip())] = n
         runs_ms = run_lengths(rig.sh("xenalyze --summary /tmp/t.bin 2>/dev/null", timeout=300), ids)
     left = window - (time.monotonic() - t0)
     if left > 0:
         time.sleep(left)
     b = rig.vcpu_times()
-    wall = time.monotonic() - t0
-    share = {f"{d}/{v}": (b[(d, v)] - a[(d, v)]) / wall
-             for (d, v) in b if d != "Domain-0" and (d, v) in a}
-    return {"share": share, "wall_s": wall, "runs_ms": runs_ms}
+    wall = b["t"] - a["t"] if "t" in a and "t" in b else time.monotonic() - t0
+    share = {f"{k[0]}/{k[1]}": (b[k] - a[k]) / wall
+             for k in b if isinstance(k, tuple) and k[0] != "Domain-0" and k in a}
+    stolen = {p: (rig.pcpu_delay_ns(p) - d0[p]) / 1e9 / wall for p in pcpus}
+    return {"share": share, "wall_s": wall, "runs_ms": runs_ms, "stolen": stolen}
 
 
 def run_lengths(text, names):
@@ -282,7 +297,7 @@ class HostSide:
     def run(self, s):
         vs = self.vs
         args = ["--rt-runtime-us", "-1"]
-        for k, v in s["pool"].items():
+        for k, v in {**s["pool"], **s.get("vs_pool", {})}.items():
             args += ["--pool-param", f"{k}={v}"]
         d = vs.Daemon(*args, policy=s["sched"])
         procs, tids, latfile = [], {}, None
@@ -350,7 +365,8 @@ class SimSide:
         self.window = window
 
     def run(self, s):
-        lines = [f"policy {s['sched']}" + "".join(f" {k}={v}" for k, v in s["pool"].items()),
+        pool = {**s["pool"], **s.get("vs_pool", {})}
+        lines = [f"policy {s['sched']}" + "".join(f" {k}={v}" for k, v in pool.items()),
                  f"cpus {s['cpus']}"]
         for d in s["doms"]:
             w = "".join(f" {k}={d[k]}" for k in ("weight", "cap") if d[k])
@@ -498,17 +514,40 @@ def fmt_share(x):
     return f"{100 * x:.1f}" if x is not None else ""
 
 
-def share_rows(results):
-    rows = ["| scenario | sched | vCPU | Xen % | vcpusched % | diff (points) | ratio | where |",
-            "|---|---|---|---|---|---|---|---|"]
+def compared(s):
+    """What a scenario compares: "split" (each vCPU's part of the CPU time
+    the group used) where the pool is always busy, so that weights show
+    without the error of the wall clock; "wall" (CPU time / wall time)
+    where the pool idles by design (a cap or a sleeper alone)."""
+    busy = any(d["role"] == "hog" and not d["cap"] for d in s["doms"])
+    return "split" if busy else "wall"
+
+
+def split_of(share):
+    total = sum(share.values()) or 1
+    return {k: v / total for k, v in share.items()}
+
+
+def share_rows(results, tol=0.03):
+    rows = ["| scenario | sched | vCPU | Xen wall % | vcpusched wall % | Xen split % | "
+            "vcpusched split % | diff (points) | ratio | within 3 | where |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         s, x, v = r["scenario"], r.get("xen") or {}, r.get("vs") or {}
+        xw, vw = x.get("share", {}), v.get("share", {})
+        xs, vs_ = split_of(xw), split_of(vw)
+        cmp_x, cmp_v = (xs, vs_) if compared(s) == "split" else (xw, vw)
         for n in vcpu_names(s):
-            xs, vs_ = x.get("share", {}).get(n), v.get("share", {}).get(n)
-            diff = f"{100 * (vs_ - xs):+.1f}" if xs is not None and vs_ is not None else ""
-            ratio = f"{vs_ / xs:.2f}" if xs and vs_ is not None else ""
-            rows.append(f"| {s['title']} | {s['sched']} | {n} | {fmt_share(xs)} | "
-                        f"{fmt_share(vs_)} | {diff} | {ratio} | {r.get('where', '')} |")
+            a, b = cmp_x.get(n), cmp_v.get(n)
+            ok = diff = ratio = ""
+            if a is not None and b is not None:
+                diff = f"{100 * (b - a):+.1f} ({compared(s)})"
+                ratio = f"{b / a:.2f}" if a else ""
+                ok = "yes" if abs(b - a) <= tol else "**no**"
+            rows.append(f"| {s['title']} | {s['sched']} | {n} | {fmt_share(xw.get(n))} | "
+                        f"{fmt_share(vw.get(n))} | {fmt_share(xs.get(n) if xw else None)} | "
+                        f"{fmt_share(vs_.get(n) if vw else None)} | {diff} | {ratio} | {ok} | "
+                        f"{r.get('where', '')} |")
     return rows
 
 
@@ -573,9 +612,13 @@ def write_report(meta, results, xen_ping, vs_ping, a):
         lines += ["", "Pool settings as each side read them back:", ""]
         for r in results:
             s = r["scenario"]
-            xs = (r.get("xen") or {}).get("settings", "").replace("\n", " ")
+            x = r.get("xen") or {}
+            xs = x.get("settings", "").replace("\n", " ")
             vs = (r.get("vs") or {}).get("settings", "")
-            lines.append(f"- {s['id']}: Xen `{xs}`; vcpusched `{vs}`")
+            stolen = ", ".join(f"pCPU {p} {100 * v:.1f}%" for p, v in (x.get("stolen") or {}).items())
+            lines.append(f"- {s['id']}: Xen `{xs}`" + (f" (host time stolen from the measured "
+                                                        f"pCPU threads: {stolen})" if stolen else "")
+                         + f"; vcpusched `{vs}`")
     if xen_ping or vs_ping:
         lines += ["", "## Ping between two VMs (RTT ms; ratios over the same scheduler's "
                   "no-background p50)", "",
@@ -583,6 +626,38 @@ def write_report(meta, results, xen_ping, vs_ping, a):
                   f"(first {a.warmup} dropped); background cap {a.bg_cap}; netload rate "
                   f"{a.net_rate} Mbit/s.", ""] + ping_rows(xen_ping, vs_ping, a)
     return "\n".join(lines) + "\n"
+
+
+def report_from(a, files):
+    """Write the report of one or more runs' .json again (no measurement):
+    the first file's run, with the scenarios of later ones added or
+    replacing those of the same id; the result goes beside the first."""
+    runs = []
+    for path in files:
+        with open(path) as f:
+            runs.append(json.load(f))
+    d = runs[0]
+    for k, v in d["args"].items():
+        if k not in ("report_from", "out"):
+            setattr(a, k, v)
+    a.backgrounds = tuple(a.backgrounds)
+    shares = {r["scenario"]["id"]: r for r in d["shares"]}
+    meta = dict(d["meta"])
+    for extra in runs[1:]:
+        shares.update({r["scenario"]["id"]: r for r in extra["shares"]})
+        meta["command"] += f"`, then (scenarios added or replaced) `{extra['meta']['command']}"
+        meta["took_s"] += extra["meta"]["took_s"]
+        d["xen_ping"] = d["xen_ping"] or extra["xen_ping"]
+        d["vcpusched_ping"] = d["vcpusched_ping"] or extra["vcpusched_ping"]
+    text = write_report(meta, list(shares.values()), d["xen_ping"], d["vcpusched_ping"], a)
+    base = files[0][:-len(".json")]
+    with open(base + ".md", "w") as f:
+        f.write(text)
+    if len(runs) > 1:
+        with open(base + ".json", "w") as f:
+            json.dump({**d, "meta": meta, "shares": list(shares.values()),
+                       "merged_from": [r["meta"] for r in runs]}, f)
+    print(text)
 
 
 # --- main ----------------------------------------------------------------------------------
@@ -626,7 +701,12 @@ def main():
     p.add_argument("--backgrounds", default=",".join(BGS))
     p.add_argument("--smoke", action="store_true", help="boot the rig, check a 2:1 share on Xen")
     p.add_argument("--out", default=os.path.join(SRC, "bench", "results"))
+    p.add_argument("--report-from", metavar="JSON[,JSON...]",
+                   help="write the report again from runs' .json files (no measurement); "
+                        "later files add or replace scenarios")
     a = p.parse_args()
+    if a.report_from:
+        return report_from(a, a.report_from.split(","))
     a.backgrounds = tuple(a.backgrounds.split(","))
     a.build = os.path.abspath(a.build)
     if os.geteuid() != 0:

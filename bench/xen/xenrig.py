@@ -16,6 +16,7 @@ directory; the domUs' consoles to /var/log/xen/guest-NAME.log in dom0.
 import base64
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,7 @@ class Rig:
         self.img = build()
         self.smp, self.mem_mb, self.dom0_mb, self.sched = smp, mem_mb, dom0_mb, sched
         self.host_cpus = host_cpus
+        self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="vcpusched-xenrig-")
         self.console = os.path.join(self.dir, "console.log")
         self.sock_path = os.path.join(self.dir, "shell.sock")
@@ -146,6 +148,17 @@ class Rig:
             except OSError:
                 pass
 
+    def pcpu_delay_ns(self, pcpu):
+        """How long the QEMU thread of Xen's pCPU `pcpu` has waited, runnable,
+        for a host CPU (schedstat's run delay): time Xen's clock counted as
+        spent on that pCPU while nothing ran there. It is stolen from
+        whichever vCPU was running, and from a parked one's budget periods."""
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            comm = self.read(f"/proc/{self.proc.pid}/task/{tid}/comm").strip()
+            if comm.startswith(f"CPU {pcpu}/"):
+                return int(self.read(f"/proc/{self.proc.pid}/task/{tid}/schedstat").split()[1])
+        return 0
+
     def stop(self):
         if self.sock:
             self.sock.close()
@@ -165,8 +178,10 @@ class Rig:
             self.stop()
             raise
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         self.stop()
+        if exc_type is None and self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)  # kept on failure, for its logs
 
     @staticmethod
     def read(path):
@@ -262,9 +277,14 @@ class Rig:
         return [l.split()[0] for l in out.splitlines()[1:] if l.split()]
 
     def vcpu_times(self):
-        """{(domain, vcpu): CPU seconds} from xl vcpu-list."""
-        out = self.sh("xl vcpu-list")
-        t = {}
+        """{(domain, vcpu): CPU seconds} from xl vcpu-list, and under the key
+        "t" dom0's uptime half-way through it (the snapshot's time: xl alone
+        takes ~1 s to start under TCG, so host-side timestamps would blur a
+        20 s window by several per cent)."""
+        out = self.sh("cat /proc/uptime; xl vcpu-list; cat /proc/uptime")
+        ups = [float(l.split()[0]) for l in out.splitlines()
+               if re.match(r"^[\d.]+ [\d.]+$", l.strip())]
+        t = {"t": sum(ups) / len(ups)} if ups else {}
         for l in out.splitlines()[1:]:
             w = l.split()
             if len(w) >= 7 and w[1].isdigit():
