@@ -404,7 +404,6 @@ class XenPing:
         rig.pools_init()
         rig.pool("pc", "credit", [1])
         rig.pool("p2", "credit2", [2])
-        rig.pin({1: MANAGED, 2: MANAGED, "rest": {HOUSEKEEPING}}, fifo={1, 2})
 
     def background(self, kind):
         r, doms = self.rig, ["pong"]
@@ -431,9 +430,13 @@ class XenPing:
     def configure(self, spec, doms):
         """Put the pool and domains in the state `spec` asks for."""
         r = self.rig
-        name, _, rest = spec.partition(":")
         base = spec.split("@")[0].split(":")[0]
         pool = "p2" if base == "credit2" else "pc"
+        # The pool in use gets host CPU 1 (at FIFO 1), the other the
+        # housekeeping CPU: two FIFO threads of one priority on one CPU do
+        # not time-share, and Xen hangs when a pCPU never answers an IPI.
+        on, off = (2, 1) if pool == "p2" else (1, 2)
+        r.pin({on: MANAGED, off: HOUSEKEEPING, "rest": {HOUSEKEEPING}}, fifo={on})
         for d in doms:
             r.sh(f"xl cpupool-migrate {d} {pool} 2>/dev/null || true")
         if pool == "pc":
@@ -725,6 +728,16 @@ def main():
             "host": f"{platform.node()} {platform.release()} {os.cpu_count()} CPUs"}
     results = [{"scenario": s} for s in picked] if "shares" in only else []
     xen_ping = vs_ping = None
+    os.makedirs(a.out, exist_ok=True)
+    base = os.path.join(a.out, f"xen-vs-vcpusched-{meta['date'][:10]}")
+
+    def save():
+        # After every phase: a later failure keeps what was measured.
+        meta["took_s"] = time.monotonic() - t0
+        with open(base + ".json", "w") as f:
+            json.dump({"meta": meta, "args": vars(a), "shares": results, "xen_ping": xen_ping,
+                       "vcpusched_ping": vs_ping}, f)
+
     if "xen" in sides and (results or "ping" in only):
         with exclusive(), xenrig.Rig(smp=4) as rig:
             meta.update(rig_key=rig.img["XR_KEY"], accel=rig.accel, boot_s=rig.boot_s,
@@ -736,8 +749,10 @@ def main():
                     r["xen"] = xs.run(r["scenario"])
                     log(f"xen: {r['scenario']['id']}: " + ", ".join(
                         f"{k} {100 * v:.1f}%" for k, v in sorted(r["xen"]["share"].items())))
+                save()
             if "ping" in only:
                 xen_ping = XenPing(rig, a).run()
+                save()
     if "vcpusched" in sides:
         host, sim = HostSide(a.build, a.window), SimSide(a.build, a.window)
         # One hold of the test lock for the whole phase: taken per scenario,
@@ -751,19 +766,14 @@ def main():
                     r["vs"], r["where"] = sim.run(s), "sim"
                 log(f"vcpusched: {s['id']}: " + ", ".join(
                     f"{k} {100 * v:.1f}%" for k, v in sorted(r["vs"]["share"].items())))
+            save()
         if "ping" in only:
             vs_ping, meta["vs_ping_command"] = vcpusched_ping(a)
-    meta["took_s"] = time.monotonic() - t0
+    save()
     text = write_report(meta, results, xen_ping, vs_ping, a)
     print(text)
-    os.makedirs(a.out, exist_ok=True)
-    stamp = meta["date"][:10]
-    base = os.path.join(a.out, f"xen-vs-vcpusched-{stamp}")
     with open(base + ".md", "w") as f:
         f.write(text)
-    with open(base + ".json", "w") as f:
-        json.dump({"meta": meta, "args": vars(a), "shares": results, "xen_ping": xen_ping,
-                   "vcpusched_ping": vs_ping}, f)
     log(f"results in {base}.md")
 
 
