@@ -631,6 +631,22 @@ def write_report(meta, results, xen_ping, vs_ping, a):
     return "\n".join(lines) + "\n"
 
 
+def xen_from_log(results, path):
+    """Fill the Xen shares of `results` from the "xen: ID: name P%, ..."
+    lines of a run's log (a run that died after its Xen phase printed
+    them); the last line of each scenario wins."""
+    got = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\[[\d:]+\] xen: (\S+): (.*%)$", line.strip())
+            if m:
+                got[m.group(1)] = {k: float(v.rstrip("%")) / 100 for k, v in
+                                   (kv.split() for kv in m.group(2).split(", "))}
+    for r in results:
+        if r["scenario"]["id"] in got and not r.get("xen"):
+            r["xen"] = {"share": got[r["scenario"]["id"]], "settings": f"from the log {path}"}
+
+
 def report_from(a, files):
     """Write the report of one or more runs' .json again (no measurement):
     the first file's run, with the scenarios of later ones added or
@@ -704,6 +720,8 @@ def main():
     p.add_argument("--backgrounds", default=",".join(BGS))
     p.add_argument("--smoke", action="store_true", help="boot the rig, check a 2:1 share on Xen")
     p.add_argument("--out", default=os.path.join(SRC, "bench", "results"))
+    p.add_argument("--xen-from-log", metavar="LOG[,LOG...]",
+                   help="take Xen shares missing from this run from earlier runs' logs")
     p.add_argument("--report-from", metavar="JSON[,JSON...]",
                    help="write the report again from runs' .json files (no measurement); "
                         "later files add or replace scenarios")
@@ -746,7 +764,14 @@ def main():
                 xs = XenSide(rig, a.window)
                 for r in results:
                     log(f"xen: {r['scenario']['id']}")
-                    r["xen"] = xs.run(r["scenario"])
+                    try:
+                        r["xen"] = xs.run(r["scenario"])
+                    except xenrig.RigError as e:
+                        # A TCG guest now and then dies booting (a segfault
+                        # in its init): once more, from scratch.
+                        log(f"xen: {r['scenario']['id']}: {str(e)[:200]}; retrying")
+                        r["xen"] = xs.run(r["scenario"])
+                    save()
                     log(f"xen: {r['scenario']['id']}: " + ", ".join(
                         f"{k} {100 * v:.1f}%" for k, v in sorted(r["xen"]["share"].items())))
                 save()
@@ -769,6 +794,10 @@ def main():
             save()
         if "ping" in only:
             vs_ping, meta["vs_ping_command"] = vcpusched_ping(a)
+    for path in (a.xen_from_log or "").split(","):
+        if path:
+            xen_from_log(results, path)
+            meta["xen_logs"] = meta.get("xen_logs", []) + [path]
     save()
     text = write_report(meta, results, xen_ping, vs_ping, a)
     print(text)
