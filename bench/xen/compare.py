@@ -610,6 +610,11 @@ def write_report(meta, results, xen_ping, vs_ping, a):
              f"{meta.get('boot_s', 0):.0f} s). Share window {a.window:.0f} s per scenario; shares "
              "are CPU time / wall time per vCPU (Xen: `xl vcpu-list` deltas; vcpusched: "
              "schedstat of host threads on CPU 1, or the simulator where marked `sim`).", ""]
+    if meta.get("xen_logs"):
+        lines += ["Xen shares marked `from the log` in the settings list below come from the "
+                  "logs of earlier runs of the same scenarios that died in a later phase (a TCG "
+                  f"guest crash, a hung dom0): {', '.join(meta['xen_logs'])}; later logs replace "
+                  "earlier ones. Those logs give shares only (no lateness, no run lengths).", ""]
     if results:
         lines += ["## Shares", ""] + share_rows(results) + extra_rows(results)
         lines += ["", "Pool settings as each side read them back:", ""]
@@ -634,7 +639,8 @@ def write_report(meta, results, xen_ping, vs_ping, a):
 def xen_from_log(results, path):
     """Fill the Xen shares of `results` from the "xen: ID: name P%, ..."
     lines of a run's log (a run that died after its Xen phase printed
-    them); the last line of each scenario wins."""
+    them); a later log replaces an earlier one's figures, never a
+    measured Xen result of this run."""
     got = {}
     with open(path) as f:
         for line in f:
@@ -643,7 +649,8 @@ def xen_from_log(results, path):
                 got[m.group(1)] = {k: float(v.rstrip("%")) / 100 for k, v in
                                    (kv.split() for kv in m.group(2).split(", "))}
     for r in results:
-        if r["scenario"]["id"] in got and not r.get("xen"):
+        from_log = "from the log" in (r.get("xen") or {}).get("settings", "from the log")
+        if r["scenario"]["id"] in got and from_log:
             r["xen"] = {"share": got[r["scenario"]["id"]], "settings": f"from the log {path}"}
 
 
@@ -656,8 +663,9 @@ def report_from(a, files):
         with open(path) as f:
             runs.append(json.load(f))
     d = runs[0]
+    xen_logs = a.xen_from_log
     for k, v in d["args"].items():
-        if k not in ("report_from", "out"):
+        if k not in ("report_from", "out", "xen_from_log"):
             setattr(a, k, v)
     a.backgrounds = tuple(a.backgrounds)
     shares = {r["scenario"]["id"]: r for r in d["shares"]}
@@ -668,11 +676,15 @@ def report_from(a, files):
         meta["took_s"] += extra["meta"]["took_s"]
         d["xen_ping"] = d["xen_ping"] or extra["xen_ping"]
         d["vcpusched_ping"] = d["vcpusched_ping"] or extra["vcpusched_ping"]
+    if xen_logs:
+        for path in xen_logs.split(","):
+            xen_from_log(list(shares.values()), path)
+        meta["xen_logs"] = xen_logs.split(",")
     text = write_report(meta, list(shares.values()), d["xen_ping"], d["vcpusched_ping"], a)
     base = files[0][:-len(".json")]
     with open(base + ".md", "w") as f:
         f.write(text)
-    if len(runs) > 1:
+    if len(runs) > 1 or xen_logs:
         with open(base + ".json", "w") as f:
             json.dump({**d, "meta": meta, "shares": list(shares.values()),
                        "merged_from": [r["meta"] for r in runs]}, f)
