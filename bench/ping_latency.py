@@ -17,6 +17,10 @@ order, so they are compared under the same conditions, minutes apart at most.
   credit   vcpuschedd, pool policy credit (Xen defaults), every VM attached
   credit2  vcpuschedd, pool policy credit2 (Xen defaults), every VM attached
 
+A spec may add pool parameters and domain parameters for the ping and pong
+VMs and for the background VMs: 'credit:tslice_ms=5' (Xen's 5 ms slice),
+'credit@@cap=25' (a cap on the background, Xen's other remedy).
+
 Results: per scheduler and background, the RTT distribution over all
 repetitions (p50/p99/p99.9/max, ms) and the spread of per-run p99, written
 as Markdown and JSON (with every RTT) under bench/results/.
