@@ -674,8 +674,12 @@ def report_from(a, files):
         shares.update({r["scenario"]["id"]: r for r in extra["shares"]})
         meta["command"] += f"`, then (scenarios added or replaced) `{extra['meta']['command']}"
         meta["took_s"] += extra["meta"]["took_s"]
-        d["xen_ping"] = d["xen_ping"] or extra["xen_ping"]
-        d["vcpusched_ping"] = d["vcpusched_ping"] or extra["vcpusched_ping"]
+        if extra["xen_ping"] or extra["vcpusched_ping"]:
+            # The ping table comes from the last run that has one, with its settings.
+            d["xen_ping"], d["vcpusched_ping"] = extra["xen_ping"], extra["vcpusched_ping"]
+            for k in ("reps", "count", "warmup", "interval", "net_rate", "bg_cap", "backgrounds"):
+                setattr(a, k, extra["args"][k])
+            a.backgrounds = tuple(a.backgrounds)
     if xen_logs:
         for path in xen_logs.split(","):
             xen_from_log(list(shares.values()), path)
