@@ -32,9 +32,10 @@
  * 1 ms (the ratelimit) rather than in 10 / 9.5 / 0.5 ms runs as before.
  * inflight=0 gives the older rule (the head only): that is what Xen 4.17,
  * the reference rig of bench/xen, does, and it matters for caps next to a
- * hog: with 10 ms slices an unparked capped vCPU waits out the hog's slice
- * and loses part of its period's budget (cap 50 next to a hog: ~45% on
- * Xen 4.17 and here with inflight=0, 50% with inflight=1).
+ * hog: with 10 ms slices an unparked capped vCPU may wait out the hog's
+ * slice and lose part of its period's budget (cap 50 next to a hog: Xen
+ * 4.17 45-48%; here on host threads 47% with inflight=0, 50% with 1; the
+ * simulator, whose timers are exact, 50% with either).
  * Load is a decaying average of runnable vCPUs per runqueue and per vCPU
  * (window 2^30 ns, 18 fractional bits); right after a reset the runqueue
  * balances with the one farthest from it in load.
@@ -42,9 +43,10 @@
  * Parameters. Pool: ratelimit_us (0 = off, or 100..500000; default 1000),
  * runqueue=cpu|core|socket|node|all (default socket; fixed for the life
  * of the instance: a live change is refused, switch the pool to credit2
- * again with the new value), inflight (1, Xen >= 4.21; 0, Xen <= 4.20). Domain: weight (1..65535,
- * default 256, per vCPU), cap (% of one CPU, 0 = none, at most 100 x nr_vcpus): a budget of cap% x
- * 10 ms per 10 ms period, refilled by a per-domain timer.
+ * again with the new value), inflight (1, Xen >= 4.21, the default; 0,
+ * Xen <= 4.20). Domain: weight (1..65535, default 256, per vCPU), cap (%
+ * of one CPU, 0 = none, at most 100 x nr_vcpus): a budget of cap% x 10 ms
+ * per 10 ms period, refilled by a per-domain timer.
  *
  * Limitations (deviations from Xen, each deliberate):
  * - No soft affinity: every CPU is soft-affine (Xen's default), so the
