@@ -17,6 +17,10 @@ order, so they are compared under the same conditions, minutes apart at most.
   credit   vcpuschedd, pool policy credit (Xen defaults), every VM attached
   credit2  vcpuschedd, pool policy credit2 (Xen defaults), every VM attached
 
+A spec may add pool parameters and domain parameters for the ping and pong
+VMs and for the background VMs: 'credit:tslice_ms=5' (Xen's 5 ms slice),
+'credit@@cap=25' (a cap on the background, Xen's other remedy).
+
 Results: per scheduler and background, the RTT distribution over all
 repetitions (p50/p99/p99.9/max, ms) and the spread of per-run p99, written
 as Markdown and JSON (with every RTT) under bench/results/.
@@ -72,16 +76,21 @@ def exclusive():
 
 
 def sched_spec(spec):
-    """'credit:tslice_ms=5@weight=512' -> ('credit', ['tslice_ms=5'],
-    ['weight=512']): the policy, its pool parameters, and domain parameters
-    for the ping and pong VMs only."""
-    rest, _, dom = spec.partition("@")
+    """'credit:tslice_ms=5@weight=512@cap=25' -> ('credit', ['tslice_ms=5'],
+    ['weight=512'], ['cap=25']): the policy, its pool parameters, domain
+    parameters for the ping and pong VMs, and domain parameters for the
+    background VMs (Xen's remedy of capping the background)."""
+    rest, _, doms = spec.partition("@")
+    dom, _, bg = doms.partition("@")
     name, _, pool = rest.partition(":")
     if name not in SCHEDULERS:
         raise argparse.ArgumentTypeError(f"unknown scheduler {name!r} ({', '.join(SCHEDULERS)})")
-    if name == "kernel" and (pool or dom):
+    if name == "kernel" and (pool or dom or bg):
         raise argparse.ArgumentTypeError("the kernel scheduler takes no parameters")
-    return name, [kv for kv in pool.split(",") if kv], [kv for kv in dom.split(",") if kv]
+    if "@" in bg:
+        raise argparse.ArgumentTypeError(f"{spec!r}: at most two '@' parts")
+    return (name, [kv for kv in pool.split(",") if kv], [kv for kv in dom.split(",") if kv],
+            [kv for kv in bg.split(",") if kv])
 
 
 def burst_spec(spec):
@@ -269,14 +278,14 @@ class Bench:
         """One ping VM run under scheduler `spec`; returns the RTTs (ms) after
         warm-up and the lost count. others[0] is the pong VM."""
         lp, rp = link
-        sched, pool_params, params = sched_spec(spec)
+        sched, pool_params, params, bg_params = sched_spec(spec)
         ping = None
         seen = {}
         try:
             if sched != "kernel":
                 self.daemon = Daemon(self, sched, pool_params)
                 self.attach(others[:1], params)
-                self.attach(others[1:])
+                self.attach(others[1:], bg_params)
             ping = self.start("ping", "ping", ip="10.0.0.1/24", peer="10.0.0.2", lport=lp,
                               rport=rp, extra=f"vs.count={self.a.count} "
                                               f"vs.interval={self.a.interval}")
@@ -407,9 +416,10 @@ def main():
                    help="netload's iperf3 rate, Mbit/s (0: unlimited, CPU-bound under TCG)")
     p.add_argument("--settle", type=float, default=2.0, help="seconds before pinging")
     p.add_argument("--schedulers", default=" ".join(DEFAULT_SCHEDULERS),
-                   help="space-separated specs POLICY[:POOL_PARAMS][@DOMAIN_PARAMS], e.g. "
-                        "'credit:tslice_ms=5' or 'credit@weight=512' (ping and pong VMs "
-                        "only); parameters comma-separated")
+                   help="space-separated specs POLICY[:POOL_PARAMS][@DOMAIN_PARAMS[@BG_PARAMS]], "
+                        "e.g. 'credit:tslice_ms=5', 'credit@weight=512' (ping and pong VMs "
+                        "only) or 'credit@@cap=25' (the background VMs only); parameters "
+                        "comma-separated")
     p.add_argument("--backgrounds", default=",".join(BACKGROUNDS))
     p.add_argument("--rt-runtime-us", type=int, default=-1,
                    help="sched_rt_runtime_us while vcpuschedd runs (restored after)")

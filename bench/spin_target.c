@@ -7,13 +7,18 @@
  *
  *     spin_target SPEC[*COUNT] [SPEC[*COUNT] ...]
  *     SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US
+ *           | wake:PERIOD_US:RUN_US:FILE
  *
  * One SPEC runs in the main thread (a single-threaded process); several
  * run as pthreads of one process (at most SPIN_MAX_THREADS; `busy*1000`
  * is a thousand busy threads, for the scale benchmark). Sleepers start
  * spread evenly over their period, so that many of them do not all wake
- * at once. The thread ids, in SPEC order, go to stdout as one line once
- * every thread runs. Runs until killed.
+ * at once. `wake` is a sleeper that also writes how late each wake ran
+ * (us after its absolute wake time, one line each) to FILE: the
+ * wake-to-run latency of bench/xen's BOOST scenario, measured the same
+ * way on a host thread and inside a Xen domU. The thread ids, in SPEC
+ * order, go to stdout as one line once every thread runs. Runs until
+ * killed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,12 +47,13 @@ enum spin_kind {
     SPIN_UNTIL, /* busy until `path` exists, then the thread exits */
     SPIN_COUNT,
     SPIN_SLEEP,
+    SPIN_WAKE, /* SPIN_SLEEP that logs each wake's lateness to `path` */
 };
 
 struct spin_thread {
     enum spin_kind kind;
     _Atomic uint64_t *count; /* SPIN_COUNT: iterations, in a shared page */
-    const char *path;        /* SPIN_UNTIL */
+    const char *path;        /* SPIN_UNTIL, SPIN_WAKE */
     uint64_t period_ns, run_ns;
     uint64_t phase_ns; /* SPIN_SLEEP: first wake this long after a period */
     atomic_int tid;
@@ -84,12 +90,18 @@ spin_count(struct spin_thread *t)
     }
 }
 
-/* Wake every period at an absolute time, then run run_ns. */
+/* Wake every period at an absolute time, then run run_ns (SPIN_WAKE: and
+ * log how late the wake ran, in us, to t->path). */
 static void
 spin_sleep(struct spin_thread *t)
 {
     uint64_t next = now_ns() + t->period_ns + t->phase_ns;
+    FILE *log = NULL;
 
+    if (t->kind == SPIN_WAKE && (log = fopen(t->path, "w")) == NULL) {
+        fprintf(stderr, "spin_target: %s: %s\n", t->path, strerror(errno));
+        exit(1);
+    }
     prctl(PR_SET_TIMERSLACK, 1UL);
     for (;;) {
         struct timespec ts = {.tv_sec = (time_t)(next / NSEC_PER_SEC),
@@ -98,7 +110,12 @@ spin_sleep(struct spin_thread *t)
 
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        end = now_ns() + t->run_ns;
+        end = now_ns();
+        if (log != NULL) {
+            fprintf(log, "%llu\n", (unsigned long long)(end - next) / NSEC_PER_USEC);
+            fflush(log);
+        }
+        end += t->run_ns;
         while (now_ns() < end)
             ;
         next += t->period_ns;
@@ -131,7 +148,7 @@ spin_main(void *arg)
     }
     if (t->kind == SPIN_COUNT)
         spin_count(t);
-    else if (t->kind == SPIN_SLEEP)
+    else if (t->kind == SPIN_SLEEP || t->kind == SPIN_WAKE)
         spin_sleep(t);
     for (;;)
         sink = spin_work(sink);
@@ -163,6 +180,7 @@ spin_parse(struct spin_thread *t, char *spec)
 {
     unsigned long period_us, run_us;
     char extra;
+    int at = 0;
 
     if (strcmp(spec, "busy") == 0) {
         t->kind = SPIN_BUSY;
@@ -177,6 +195,12 @@ spin_parse(struct spin_thread *t, char *spec)
         t->kind = SPIN_SLEEP;
         t->period_ns = period_us * NSEC_PER_USEC;
         t->run_ns = run_us * NSEC_PER_USEC;
+    } else if (sscanf(spec, "wake:%lu:%lu:%n", &period_us, &run_us, &at) == 2 && at > 0 &&
+               spec[at] != '\0' && period_us > 0 && run_us < period_us) {
+        t->kind = SPIN_WAKE;
+        t->period_ns = period_us * NSEC_PER_USEC;
+        t->run_ns = run_us * NSEC_PER_USEC;
+        t->path = spec + at;
     } else {
         fprintf(stderr, "spin_target: bad spec '%s'\n", spec);
         return -EINVAL;
@@ -219,7 +243,8 @@ main(int argc, char **argv)
     if (th == NULL || n < 1 || n > SPIN_MAX_THREADS) {
         fprintf(stderr,
                 "usage: spin_target SPEC[*COUNT] [SPEC[*COUNT] ...] (at most %d threads)\n"
-                "  SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US\n",
+                "  SPEC: busy | busy-until:FILE | count:FILE | sleep:PERIOD_US:RUN_US\n"
+                "        | wake:PERIOD_US:RUN_US:FILE\n",
                 SPIN_MAX_THREADS);
         return 2;
     }

@@ -5,7 +5,8 @@
 # runs every test (unit, simulator, integration on real threads, QEMU and
 # libvirtd), then rebuilds with ASan+UBSan and runs them all again, then
 # with TSan the tests that run threads, then checks formatting and runs the
-# fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd).
+# fuzzers briefly; boots real Xen under QEMU for one share check
+# (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF, libvirtd).
 #
 # As root:
 #   ./scripts/test.sh            everything
@@ -38,6 +39,12 @@ run_suite() { # name, extra cmake args... [-- extra ctest args...]
 
 run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 [ "$quick" = 1 ] && exit 0
+
+# Real Xen 4.17 (Debian's packages, fetched, never installed) booted under
+# QEMU: one 2:1 weight split under Credit (bench/xen). ~2 min under TCG
+# (first run: +1 min to fetch and build the rig into bench/xen/cache).
+echo "== xen reference smoke"
+python3 bench/xen/compare.py --smoke --window 10
 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON

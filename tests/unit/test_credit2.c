@@ -452,6 +452,39 @@ START_TEST(test_credit2_two_hogs_switch_1ms)
 END_TEST
 
 /*
+ * inflight=0, the rule before Xen 4.21 (and so Xen 4.17's, the reference
+ * rig of bench/xen): a slice ends at the runqueue head's credit only, so
+ * two equal hogs alternate in 10 ms runs (the clamp); set live back to 1,
+ * they alternate every 1 ms again.
+ */
+START_TEST(test_credit2_two_hogs_inflight_off_10ms)
+{
+    char err[POLICY_ERRLEN] = "";
+    struct pool_dom *a, *b;
+    struct sim s;
+
+    sim_start(&s, "credit2", 1, "inflight=0");
+    ck_assert_int_eq(param(&s, NULL, "inflight").ival, 0);
+    a = sim_add_ok(&s, "A", 1, sim_busy(), NULL);
+    b = sim_add_ok(&s, "B", 1, sim_busy(), NULL);
+    sim_run(&s, MS(50));
+    sim_reset_stats(&s);
+    sim_run(&s, SEC(3));
+    ck_assert_share(&s, a, 0.5, 0.01);
+    ck_assert_share(&s, b, 0.5, 0.01);
+    ck_assert_near(sim_mean(&v0(a)->lengths) / 1e6, 10.0, 0.6);
+    ck_assert_uint_le(sim_percentile(&v0(a)->lengths, 99), MS(10));
+    ck_assert_int_eq(sim_set(&s, NULL, "inflight=1", err), 0);
+    sim_run(&s, MS(50));
+    sim_reset_stats(&s);
+    sim_run(&s, SEC(1));
+    ck_assert_near(sim_mean(&v0(a)->lengths) / 1e6, 1.0, 0.1);
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
  * An unclamped slice: A, running, is re-picked at 2 ms with B waiting; it
  * runs exactly until its credit falls to B's, the gap converted to A's
  * burn rate (x weight / max_weight), here between the 1 ms and 10 ms
@@ -835,7 +868,8 @@ ck_switch_shares(struct sim *s, struct pool_dom *b, struct pool_dom *c,
  *   per runqueue; C's gets 1/3 : 2/3, the other 1/2 : 1/2.
  * - credit: C is under its peak (one CPU), and Credit's fairness across
  *   CPUs is approximate (credit pool plus stealing): C gets ~0.62, each
- *   B ~0.46.
+ *   B ~0.46. Real Xen 4.17 gives C 0.70-0.78 in this shape (bench/xen,
+ *   bench/README.md): an open difference, kept visible by this band.
  */
 static const struct switch_step switch_steps[] = {
     {"rr", NULL, 0.48, 0.52, 0.48, 0.52},
@@ -892,6 +926,8 @@ struct bad_case {
 
 static const struct bad_case bad_cases[] = {
     {false, "ratelimit_us=50", "ratelimit_us"},
+    {false, "inflight=2", "inflight"},
+    {false, "inflight=-1", "inflight"},
     {false, "ratelimit_us=99", "ratelimit_us"},
     {false, "ratelimit_us=500001", "ratelimit_us"},
     {false, "ratelimit_us=-1", "ratelimit_us"},
@@ -1017,6 +1053,7 @@ credit2_suite(void)
     tcase_add_test(tc, test_credit2_weights_256_512);
     tcase_add_test(tc, test_credit2_weight_per_vcpu);
     tcase_add_test(tc, test_credit2_two_hogs_switch_1ms);
+    tcase_add_test(tc, test_credit2_two_hogs_inflight_off_10ms);
     tcase_add_test(tc, test_credit2_min_timer);
     tcase_add_loop_test(tc, test_credit2_slice_is_the_gap, 0,
                         sizeof(slice_cases) / sizeof(slice_cases[0]));

@@ -143,6 +143,7 @@ struct credit2_pcpu {
 
 struct credit2_priv {
     unsigned int ratelimit_us;
+    bool inflight; /* slices end at the switched-out vCPU's credit too (Xen >= 4.21) */
     enum credit2_arrangement arrangement;
     int picking_cpu;   /* CPU inside pick(), or -1 */
     uint64_t last_now; /* latest time seen, for statistics only */
