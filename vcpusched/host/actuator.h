@@ -125,6 +125,11 @@ void act_thaw_saved(pid_t tid, const struct act_orig *o);
 
 /* True if the thread still exists with the same start time. */
 bool act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time);
+/*
+ * True if the thread has SIGKILL pending: its process is being killed. A
+ * thread frozen in the v1 freezer stays alive that way until thawed.
+ */
+bool act_thread_killed(pid_t pid, pid_t tid);
 
 /*
  * Read /proc/<pid>/task/<tid>/stat: state letter and start time. -ESRCH if

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,22 @@ act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time)
     uint64_t st;
 
     return act_read_stat(pid, tid, NULL, &st) == 0 && st == start_time;
+}
+
+bool
+act_thread_killed(pid_t pid, pid_t tid)
+{
+    char path[64], buf[4096], *line, *save = NULL;
+    const unsigned long long sigkill = 1ull << (SIGKILL - 1);
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (read_file(path, buf, sizeof(buf)) < 0)
+        return false;
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+        if ((strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0) &&
+            (strtoull(line + 7, NULL, 16) & sigkill) != 0)
+            return true;
+    return false;
 }
 
 /* The v1 cgroup path of `tid` for `controller` (v2 for ""), or -ENOENT. */
