@@ -230,8 +230,9 @@ class ParkTest(unittest.TestCase):
     def daemon(self, flag, policy="credit", *args):
         d = Daemon("--rt-runtime-us", "-1", "--park", flag, *args, policy=policy).start()
         self.daemons.append(d)
-        parking = d.json("stats")["parking"]
-        self.assertEqual(parking["backend"], effective(flag), parking)
+        stats = d.json("stats")
+        self.assertEqual(stats["parking"], effective(flag), stats)
+        self.assertEqual(stats["parking_mount"], V1_FREEZER if effective(flag) == "v1" else V2)
         self.assertIn(f"parking: cgroup {effective(flag)}", d.read_log())
         return d
 
@@ -426,6 +427,41 @@ class ParkTest(unittest.TestCase):
                 self.assertNotEqual(code, 0, out)
                 self.assertIn(words, out)
                 self.assertEqual(made, [], "a refused start created files")
+
+    def test_no_freezer_at_all(self):
+        """Neither a v1 freezer nor cgroup2 (a mount namespace without them):
+        --park auto starts, says caps cannot be enforced, and a cap's park
+        fails with that reason, changing nothing; the thread stays managed."""
+        if shutil.which("unshare") is None:
+            self.skipTest("no unshare")
+        gone = [m for m in (V1_FREEZER, V2) if m]
+        d = Daemon("--park", "auto")
+        self.daemons.append(d)
+        real = vstest.DAEMON
+        try:
+            vstest.DAEMON = "unshare"
+            d.args = ["-m", "--propagation", "private", "sh", "-c",
+                      'for m in ' + " ".join(f"'{m}'" for m in gone) +
+                      '; do umount -l "$m" || exit 1; done; exec "$@"', "sh", real, *d.args]
+            d.start()
+        finally:
+            vstest.DAEMON = real
+        self.assertIn("parking: none", d.read_log())
+        self.assertIn("caps cannot be enforced", d.read_log())
+        stats = d.json("stats")
+        self.assertEqual(stats["parking"], "none")
+        self.assertNotIn("parking_mount", stats)
+        t = self.target()
+        lay = self.layout("inherited", t)
+        before = lay.state()
+        d.ctl("attach", "capped", "--tid", str(t.tid), "cap=1")
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: "no cgroup freezer" in d.json("stats")["pools"][0].get("last_error", ""),
+            2.0), d.json("stats"))
+        self.assertEqual(lay.state(), before)
+        self.assertTrue(vstest.is_fifo(t.tid))
+        d.ctl("detach", "capped")
+        self.assertEqual(vstest.policy(t.tid), os.SCHED_OTHER)
 
     def test_bad_park_value_refused(self):
         r = subprocess.run([vstest.DAEMON, "--park", "v3"], capture_output=True, text=True)

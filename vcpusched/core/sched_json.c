@@ -250,18 +250,6 @@ events_json(struct sched *s)
     return o;
 }
 
-/* How caps park threads: the backend and its hierarchy. */
-static struct json_object *
-park_json(const struct act_park *p)
-{
-    struct json_object *o = json_object_new_object();
-
-    json_object_object_add(o, "backend", json_object_new_string(cgroup_backend_name(p->backend)));
-    if (p->backend != CGROUP_BACKEND_NONE)
-        json_object_object_add(o, "mount", json_object_new_string(p->mount));
-    return o;
-}
-
 struct json_object *
 sched_json_stats(struct sched *s)
 {
@@ -271,8 +259,12 @@ sched_json_stats(struct sched *s)
     json_object_object_add(o, "uptime_ns",
                            json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
     json_object_object_add(o, "events", json_object_new_string(events_backend(s->ev)));
+    /* How caps park threads: the backend, and the hierarchy it freezes in. */
+    json_object_object_add(o, "parking",
+                           json_object_new_string(cgroup_backend_name(s->cfg.park.backend)));
+    if (s->cfg.park.backend != CGROUP_BACKEND_NONE)
+        json_object_object_add(o, "parking_mount", json_object_new_string(s->cfg.park.mount));
     json_object_object_add(o, "event_source", events_json(s));
-    json_object_object_add(o, "parking", park_json(&s->cfg.park));
     if (rt_runtime_read(&rt) == 0)
         json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));
     json_object_object_add(o, "managed_threads", json_object_new_int(statefile_count(s->sf)));
