@@ -302,6 +302,9 @@ START_TEST(test_paths)
     /* Too long: an error, never a truncated path to rmdir. */
     ck_assert_int_eq(cgroup_park_dir(CGROUP_PARK_V2_CHILD, u, "/a", 42, small, sizeof(small)),
                      -ENAMETOOLONG);
+    ck_assert_str_eq(small, "");
+    ck_assert_int_eq(cgroup_group_dir(u, "/a/long/path", small, sizeof(small)), -ENAMETOOLONG);
+    ck_assert_str_eq(small, "");
     memset(longpath, 'a', sizeof(longpath) - 1);
     longpath[0] = '/';
     longpath[sizeof(longpath) - 1] = '\0';

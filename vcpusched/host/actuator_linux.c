@@ -437,7 +437,7 @@ park_remove(pid_t tid, const struct act_orig *o)
 static int
 park_v1(struct act_thread *t, const struct act_park *p, char *err, size_t errlen)
 {
-    char cg[ACT_CGROUP_PATH_MAX], top[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX];
+    char cg[ACT_CGROUP_PATH_MAX], top[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX] = "";
     int r = cgroup_of(t->pid, t->tid, "freezer", cg, sizeof(cg));
 
     if (r < 0) {
@@ -454,7 +454,8 @@ park_v1(struct act_thread *t, const struct act_park *p, char *err, size_t errlen
     if (r == 0)
         r = write_tid(dir, "tasks", t->tid);
     if (r < 0) {
-        (void)rmdir(dir);
+        if (dir[0] != '\0')
+            (void)rmdir(dir);
         park_forget(&t->orig);
         snprintf(err, errlen, "cannot park thread %d in v1 freezer group %s: %s", (int)t->tid, dir,
                  strerror(-r));
@@ -483,7 +484,7 @@ make_threaded(const char *dir)
 static int
 park_v2(struct act_thread *t, const struct act_park *p, char *err, size_t errlen)
 {
-    char cg[ACT_CGROUP_PATH_MAX], gdir[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX];
+    char cg[ACT_CGROUP_PATH_MAX], gdir[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX] = "";
     char type[64], threads[4096], freeze[16];
     struct cgroup_v2_group g = {.path = cg};
     enum cgroup_park_mode mode;
@@ -512,17 +513,28 @@ park_v2(struct act_thread *t, const struct act_park *p, char *err, size_t errlen
     r = park_dir_of(t->tid, &t->orig, dir, sizeof(dir));
     if (r == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
         r = -errno;
-    if (r == 0 && (step = "make threaded", r = make_threaded(dir)) == 0)
-        step = "move the thread into", r = write_tid(dir, "cgroup.threads", t->tid);
+    if (r == 0) {
+        step = "make threaded";
+        r = make_threaded(dir);
+    }
+    if (r == 0) {
+        step = "move the thread into";
+        r = write_tid(dir, "cgroup.threads", t->tid);
+    }
     if (r < 0) {
-        (void)rmdir(dir);
+        size_t n;
+
+        if (dir[0] != '\0')
+            (void)rmdir(dir);
         park_forget(&t->orig);
-        snprintf(err, errlen, "cannot park thread %d: %s threaded group %s: %s%s%s%s", (int)t->tid,
-                 step, dir, strerror(-r), r == -EOPNOTSUPP ? " (its group " : "",
-                 r == -EOPNOTSUPP ? cg : "",
-                 r == -EOPNOTSUPP ? " is a domain with domain controllers enabled or populated "
-                                    "domain children: cgroup v2 allows no threaded group there)"
-                                  : "");
+        snprintf(err, errlen, "cannot park thread %d: %s threaded group %s: %s", (int)t->tid, step,
+                 dir, strerror(-r));
+        n = strlen(err);
+        if (r == -EOPNOTSUPP && n < errlen)
+            snprintf(err + n, errlen - n,
+                     " (its group %s is a domain with domain controllers enabled or populated "
+                     "domain children: cgroup v2 allows no threaded group there)",
+                     cg);
     }
     return r;
 }

@@ -242,10 +242,15 @@ cgroup_group_dir(const char *mount, const char *path, char *out, size_t len)
 {
     int n;
 
+    out[0] = '\0';
     if (path[0] != '/')
         return -EINVAL;
     n = snprintf(out, len, "%s%s", mount, strcmp(path, "/") == 0 ? "" : path);
-    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+    if (n < 0 || (size_t)n >= len) {
+        out[0] = '\0'; /* never a truncated path: the caller may rmdir it */
+        return -ENAMETOOLONG;
+    }
+    return 0;
 }
 
 int
@@ -265,9 +270,14 @@ cgroup_park_path(enum cgroup_park_mode mode, const char *path, pid_t tid, char *
         n = snprintf(out, len, "%s/" CGROUP_V2_PARK_PREFIX "%d", sep, (int)tid);
         break;
     default:
+        out[0] = '\0';
         return -EINVAL;
     }
-    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+    if (n < 0 || (size_t)n >= len) {
+        out[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    return 0;
 }
 
 int
@@ -277,5 +287,9 @@ cgroup_park_dir(enum cgroup_park_mode mode, const char *mount, const char *path,
     char rel[CGROUP_DIR_MAX];
     int r = cgroup_park_path(mode, path, tid, rel, sizeof(rel));
 
-    return r < 0 ? r : cgroup_group_dir(mount, rel, out, len);
+    if (r < 0) {
+        out[0] = '\0';
+        return r;
+    }
+    return cgroup_group_dir(mount, rel, out, len);
 }

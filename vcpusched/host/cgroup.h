@@ -107,7 +107,7 @@ int cgroup_group_dir(const char *mount, const char *path, char *out, size_t len)
  * The group a parked thread is frozen in: for CGROUP_PARK_V1,
  * <mount>/vcpusched/<tid>; V2_OWN, the group itself; V2_CHILD, the
  * group's vcpusched-park-<tid>. -ENAMETOOLONG if it does not fit,
- * -EINVAL for CGROUP_PARK_NONE.
+ * -EINVAL for CGROUP_PARK_NONE; out is then "", never a truncated path.
  */
 int cgroup_park_dir(enum cgroup_park_mode mode, const char *mount, const char *path, pid_t tid,
                     char *out, size_t len);
