@@ -435,7 +435,7 @@ class ParkTest(unittest.TestCase):
         if shutil.which("unshare") is None:
             self.skipTest("no unshare")
         gone = [m for m in (V1_FREEZER, V2) if m]
-        d = Daemon("--park", "auto")
+        d = Daemon("--park", "auto", policy="credit")
         self.daemons.append(d)
         real = vstest.DAEMON
         try:

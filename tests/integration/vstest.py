@@ -235,6 +235,15 @@ def write(path, text):
         f.write(text)
 
 
+def exited(pid):
+    """True once a process has exited: gone, or a zombie not yet reaped."""
+    try:
+        stat = read(f"/proc/{pid}/stat")
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
 def wait_until(pred, timeout, step=0.01):
     """Poll pred() until it is true or `timeout` seconds pass; returns the
     elapsed time, or None on timeout."""
