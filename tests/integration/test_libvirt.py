@@ -9,7 +9,10 @@ without metadata is untouched; (b) `virsh metadata --live` changes a weight;
 (c) invalid metadata changes nothing and is logged; (d) destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
 (f) a daemon started after the domain attaches it (resync); (g) vCPU
-hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s.
+hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s;
+(h) with cgroup v2 parking, a capped domain's vCPU threads are frozen in the
+threaded vcpuN groups libvirt made for them, thawed by the guardian after
+kill -9, and `virsh destroy` of a parked domain leaves nothing behind.
 
 Run: tests/integration/run-exclusive python3 -m unittest -v test_libvirt
 (root; VCPUSCHED_BUILD=build dir)."""
@@ -119,17 +122,17 @@ class LibvirtTest(unittest.TestCase):
         return r
 
     @classmethod
-    def start_daemon(cls):
-        cls.daemon = NsDaemon(cls.ns, cls.rundir, policy="credit").start()
+    def start_daemon(cls, *args):
+        cls.daemon = NsDaemon(cls.ns, cls.rundir, *args, policy="credit").start()
 
     @classmethod
     def virsh(cls, *args, check=True):
         return cls.lv("virsh", "-q", *args, check=check)
 
     @classmethod
-    def create(cls, name, vs_sched=None, smp=2, current=None, extra=None):
+    def create(cls, name, vs_sched=None, smp=2, current=None, extra=None, role="idle"):
         args = [MKDOMXML, "--kernel", cls.image["VS_KERNEL"], "--initrd", cls.image["VS_INITRD"],
-                "--name", name, "--role", "idle", "--smp", str(smp),
+                "--name", name, "--role", role, "--smp", str(smp),
                 "--serial", os.path.join(cls.T, f"{name}.log"),
                 "-o", os.path.join(cls.T, f"{name}.xml")]
         if vs_sched:
@@ -364,6 +367,74 @@ class LibvirtTest(unittest.TestCase):
         self.assertLess(took, HOTPLUG_S)
         self.assertTrue(vstest.is_fifo(first))
         self.virsh("destroy", "vs-lv-hp")
+
+    @staticmethod
+    def v2_group(tid):
+        return [line[3:] for line in vstest.read(f"/proc/{tid}/cgroup").splitlines()
+                if line.startswith("0::")][0]
+
+    def test_h_v2_parking_in_libvirts_vcpu_groups(self):
+        v2 = next((line.split()[1] for line in vstest.read("/proc/self/mounts").splitlines()
+                   if line.split()[2] == "cgroup2"), None)
+        if v2 is None:
+            self.skipTest("no cgroup2 hierarchy")
+        self.daemon.cleanup()
+        self.__class__.daemon = None
+        self.start_daemon("--park", "v2")
+        self.create("vs-lv-cap", "policy=credit cap=10", role="hog")
+        pid, tids = self.status_vcpus("vs-lv-cap")
+        groups, alone = {}, {}
+        for t in tids:
+            groups[t] = v2 + self.v2_group(t)
+            # libvirt's own, threaded; a vCPU thread alone there is frozen in
+            # place (with KVM, vcpu0 may hold KVM's nx-lpage-recovery task too:
+            # then a threaded child group of ours).
+            self.assertEqual(vstest.read(f"{groups[t]}/cgroup.type").strip(), "threaded")
+            alone[t] = vstest.read(f"{groups[t]}/cgroup.threads").split() == [str(t)]
+        self.assertTrue(any(alone.values()), groups)
+        dom_group = os.path.dirname(groups[tids[0]])
+
+        def park_group(t):
+            return groups[t] if alone[t] else f"{groups[t]}/vcpusched-park-{t}"
+
+        def frozen(t):
+            try:
+                return vstest.read(f"{park_group(t)}/cgroup.freeze").strip() == "1"
+            except OSError:
+                return False
+
+        # The guest's hog runs on one vCPU, parked 90 % of the time (an idle
+        # vCPU is never parked, as in Xen).
+        self.assertIsNotNone(vstest.wait_until(lambda: any(frozen(t) for t in tids), 5.0),
+                             f"no vCPU group ever frozen: {groups} "
+                             f"{self.daemon.json('stats')['pools'][0]}")
+        # Frozen in place: no group of ours, the threads where libvirt put them.
+        for t in tids:
+            if alone[t]:
+                self.assertEqual(v2 + self.v2_group(t), groups[t])
+                self.assertFalse([d for d in os.listdir(groups[t]) if os.path.isdir(
+                    os.path.join(groups[t], d))], groups[t])
+        self.assertEqual(self.daemon.json("stats")["pools"][0]["actuator_errors"], 0)
+        # kill -9: the guardian thaws libvirt's groups within a second.
+        self.daemon.kill9()
+        took = vstest.wait_until(lambda: not any(
+            frozen(t) or vstest.is_fifo(t) or v2 + self.v2_group(t) != groups[t] for t in tids),
+            1.0)
+        self.assertIsNotNone(took, "vCPU threads not thawed and back 1 s after kill -9")
+        self.daemon.cleanup()
+        self.__class__.daemon = None
+        # A new daemon attaches it again (resync) and parks it; destroyed
+        # while parked, it goes, and libvirt can remove all its groups.
+        self.start_daemon("--park", "v2")
+        t, _ = self.wait_domain("vs-lv-cap", lambda d: d is not None, timeout=10)
+        self.assertIsNotNone(t, "not attached again by resync")
+        self.assertIsNotNone(vstest.wait_until(lambda: any(frozen(t) for t in tids), 5.0))
+        self.virsh("destroy", "vs-lv-cap")
+        t, _ = self.wait_domain("vs-lv-cap", lambda d: d is None)
+        self.assertIsNotNone(t, "still attached after virsh destroy")
+        self.assertIsNotNone(vstest.wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 10))
+        self.assertIsNotNone(vstest.wait_until(lambda: not os.path.exists(dom_group), 10),
+                             f"{dom_group} left behind: {list(os.walk(dom_group))}")
 
 
 if __name__ == "__main__":

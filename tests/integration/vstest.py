@@ -133,16 +133,29 @@ class Busy:
             self.proc.wait()
 
 
+def park_backends(v1_freezer=True, v2=True):
+    """The parking backends (--park) the tests run under: VCPUSCHED_PARK, a
+    comma-separated list of v1, v2 and auto; by default each one mounted
+    here (given as its mount point, "" if none)."""
+    env = os.environ.get("VCPUSCHED_PARK", "")
+    if env:
+        return [b.strip() for b in env.split(",") if b.strip()]
+    return [b for b, m in (("v1", v1_freezer), ("v2", v2)) if m] or ["auto"]
+
+
 class Daemon:
-    """A private vcpuschedd with its own socket and state file."""
+    """A private vcpuschedd with its own socket and state file. With
+    VCPUSCHED_PARK set, it parks with the first backend listed (an explicit
+    --park in args wins)."""
 
     def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto"):
         self.dir = tempfile.mkdtemp(prefix="vcpusched-test-")
         self.sock = os.path.join(self.dir, "control.sock")
         self.state = os.path.join(self.dir, "state")
         self.log = os.path.join(self.dir, "daemon.log")
+        park = ["--park", park_backends()[0]] if os.environ.get("VCPUSCHED_PARK") else []
         self.args = ["--foreground", "--socket", self.sock, "--state", self.state,
-                     "--cpus", cpus, "--policy", policy, "--events", events, *args]
+                     "--cpus", cpus, "--policy", policy, "--events", events, *park, *args]
         self.proc = None
 
     def start(self, timeout=10):
@@ -256,6 +269,15 @@ def read(path):
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
+
+
+def exited(pid):
+    """True once a process has exited: gone, or a zombie not yet reaped."""
+    try:
+        stat = read(f"/proc/{pid}/stat")
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 def wait_until(pred, timeout, step=0.01):

@@ -60,9 +60,12 @@ lat_add(struct sched_pool_stats *st, uint64_t ns)
     st->lat[b < SCHED_LAT_BUCKETS ? b : SCHED_LAT_BUCKETS - 1]++;
 }
 
-/* Book an actuator result: count syscalls, remember failures. */
+/*
+ * Book an actuator result: count syscalls, remember failures (with the
+ * actuator's own message when it gave one in `err`).
+ */
 static void
-act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what)
+act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what, const char *err)
 {
     if (r > 0) {
         sp->st.syscalls += (uint64_t)r;
@@ -74,8 +77,11 @@ act_book(struct sched_pool *sp, struct sched_thread *th, int r, const char *what
     if (r == -ESRCH) {
         th->gone = true; /* vanished mid-decision: the reaper detaches it */
     }
-    snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid, what,
-             strerror(-r));
+    if (err != NULL && err[0] != '\0')
+        snprintf(sp->last_error, sizeof(sp->last_error), "%s", err);
+    else
+        snprintf(sp->last_error, sizeof(sp->last_error), "thread %d: %s: %s", (int)th->act->tid,
+                 what, strerror(-r));
 }
 
 /* --- measured run time ------------------------------------------------- */
@@ -252,20 +258,22 @@ static void
 apply_dirty(struct sched_pool *sp)
 {
     struct pool_vcpu *v;
-    char err[POLICY_ERRLEN];
+    char err[SCHED_ERRLEN];
 
     while ((v = pool_take_dirty(&sp->pool)) != NULL) {
         struct sched_thread *th = owner(v);
 
         if (th == NULL || th->gone)
             continue;
+        err[0] = '\0';
         if (v->pv->parked && !th->act->frozen)
-            act_book(sp, th, act_freeze(th->act, err, sizeof(err)), "freeze");
+            act_book(sp, th, act_freeze(th->act, &sp->s->cfg.park, err, sizeof(err)), "freeze",
+                     err);
         else if (!v->pv->parked && th->act->frozen)
-            act_book(sp, th, act_thaw(th->act), "thaw");
+            act_book(sp, th, act_thaw(th->act), "thaw", NULL);
         /* A thread at MID is re-pinned when it is lowered. */
         if (th->mid_on < 0)
-            act_book(sp, th, act_set_cpu(th->act, sp->cpus[v->pv->cpu].host), "set affinity");
+            act_book(sp, th, act_set_cpu(th->act, sp->cpus[v->pv->cpu].host), "set affinity", NULL);
     }
 }
 
@@ -280,7 +288,7 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
     VS_ASSERT(sched_pool_held(sp));
     /* The thread at MID here is MID here, and a thread of this pool. */
     VS_ASSERT(cur == NULL || (cur->mid_on == (int)c->index && cur->dom->sp == sp));
-    char err[POLICY_ERRLEN];
+    char err[SCHED_ERRLEN];
 
     if (want != NULL && want->gone)
         want = NULL;
@@ -290,11 +298,12 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
         /* Still MID on another CPU after a policy switch: that CPU loses it. */
         if (want->mid_on >= 0 && want->mid_on != (int)c->index)
             sp->cpus[want->mid_on].mid = NULL;
-        act_book(sp, want, act_set_cpu(want->act, c->host), "set affinity");
+        err[0] = '\0';
+        act_book(sp, want, act_set_cpu(want->act, c->host), "set affinity", NULL);
         act_book(sp, want,
                  act_set_level(want->act, prio, ACT_LEVEL_MID, sp->s->cfg.move_rt_cgroup, err,
                                sizeof(err)),
-                 "raise to MID");
+                 "raise to MID", err);
         want->mid_on = (int)c->index;
         if (want->wake_ts != 0) {
             uint64_t t = sched_now();
@@ -309,11 +318,13 @@ actuate_cpu(struct sched_pool *sp, struct sched_cpu *c)
     if (cur != NULL)
         cur->mid_on = -1;
     if (cur != NULL && !cur->gone) {
+        err[0] = '\0';
         act_book(sp, cur,
                  act_set_level(cur->act, prio, ACT_LEVEL_LOW, sp->s->cfg.move_rt_cgroup, err,
                                sizeof(err)),
-                 "lower to LOW");
-        act_book(sp, cur, act_set_cpu(cur->act, sp->cpus[cur->pv->pv->cpu].host), "set affinity");
+                 "lower to LOW", err);
+        act_book(sp, cur, act_set_cpu(cur->act, sp->cpus[cur->pv->pv->cpu].host), "set affinity",
+                 NULL);
     }
     c->mid = want;
     return want != NULL;

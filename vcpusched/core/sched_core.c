@@ -556,13 +556,18 @@ dom_all_gone(struct sched_dom *d)
     return gone;
 }
 
-/* True once the domain's process has exited: a zombie leader, or no process. */
+/*
+ * True once the domain's process has exited or is being killed: a zombie
+ * leader, no process, or a leader with SIGKILL pending (a leader that is
+ * itself a parked vCPU thread, frozen in the v1 freezer, cannot exit).
+ */
 static bool
 dom_process_exited(const struct sched_dom *d)
 {
     char state;
 
-    return act_read_stat(d->pid, d->pid, &state, NULL) < 0 || state == 'Z' || state == 'X';
+    return act_read_stat(d->pid, d->pid, &state, NULL) < 0 || state == 'Z' || state == 'X' ||
+           act_thread_killed(d->pid, d->pid);
 }
 
 /*

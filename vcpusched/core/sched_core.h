@@ -39,6 +39,7 @@ struct sched_config {
     int dedicated_cpu;     /* SCHED_DEDICATED: the dispatcher's CPU (not managed) */
     struct act_prio prio;  /* SCHED_FIFO priorities: LOW, MID, HIGH (dispatcher) */
     bool move_rt_cgroup;   /* see act_set_level */
+    struct act_park park;  /* how caps park threads (act_park_init) */
     uint64_t proc_poll_ns; /* proc fallback: poll period while a CPU is busy */
 };
 

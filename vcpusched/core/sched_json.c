@@ -259,6 +259,11 @@ sched_json_stats(struct sched *s)
     json_object_object_add(o, "uptime_ns",
                            json_object_new_int64((int64_t)(sched_now() - s->start_ns)));
     json_object_object_add(o, "events", json_object_new_string(events_backend(s->ev)));
+    /* How caps park threads: the backend, and the hierarchy it freezes in. */
+    json_object_object_add(o, "parking",
+                           json_object_new_string(cgroup_backend_name(s->cfg.park.backend)));
+    if (s->cfg.park.backend != CGROUP_BACKEND_NONE)
+        json_object_object_add(o, "parking_mount", json_object_new_string(s->cfg.park.mount));
     json_object_object_add(o, "event_source", events_json(s));
     if (rt_runtime_read(&rt) == 0)
         json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));

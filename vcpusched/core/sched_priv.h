@@ -23,7 +23,8 @@
 #include "policy/pool.h"
 #include "sched_core.h"
 
-#define SCHED_LAT_BUCKETS 40 /* log2 ns buckets of wake-to-MID latency */
+#define SCHED_LAT_BUCKETS 40  /* log2 ns buckets of wake-to-MID latency */
+#define SCHED_ERRLEN      512 /* an actuator message: cgroup paths and why */
 
 struct sched_pool;
 
@@ -107,7 +108,7 @@ struct sched_pool {
     _Atomic uint64_t next_due;
     atomic_int ctl_waiting;
     struct sched_pool_stats st;
-    char last_error[POLICY_ERRLEN];
+    char last_error[SCHED_ERRLEN]; /* actuator messages name cgroup paths */
 };
 
 struct sched {

@@ -28,6 +28,7 @@ config_defaults(struct config *c)
     c->prio_base = 10; /* above libvirt's <vcpusched> default 1, below IRQ threads (50) */
     c->events = EVENTS_AUTO;
     c->move_rt_cgroup = true;
+    c->park = CGROUP_WANT_AUTO;
     c->proc_poll_us = 1000; /* the fallback's resolution: one scan per ms */
     snprintf(c->libvirt, sizeof(c->libvirt), "qemu:///system");
 }
@@ -147,6 +148,7 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     static const char *const patterns[] = {"shared", "dedicated"};
     static const char *const modes[] = {"auto", "bpf", "proc"};
     static const char *const cgroup[] = {"fail", "move"};
+    static const char *const park[] = {"auto", "v1", "v2"};
     long x;
     int e, r;
 
@@ -173,6 +175,11 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     if (strcmp(key, "rt-cgroup") == 0) {
         r = set_enum(key, val, cgroup, 2, &e, err, errlen);
         c->move_rt_cgroup = r == 0 ? e == 1 : c->move_rt_cgroup;
+        return r;
+    }
+    if (strcmp(key, "park") == 0) {
+        r = set_enum(key, val, park, 3, &e, err, errlen);
+        c->park = r == 0 ? (enum cgroup_want)e : c->park;
         return r;
     }
     if (strcmp(key, "dispatcher-cpu") == 0) {
@@ -252,8 +259,8 @@ config_usage(const char *prog)
             "          [--cpus LIST] [--policy NAME] [--pool-param KEY=VALUE]...\n"
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
-            "          [--rt-cgroup move|fail] [--proc-poll-us N] [--pidfile PATH]\n"
-            "          [--libvirt URI|none]\n",
+            "          [--rt-cgroup move|fail] [--park auto|v1|v2] [--proc-poll-us N]\n"
+            "          [--pidfile PATH] [--libvirt URI|none]\n",
             prog);
 }
 
@@ -279,6 +286,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"rt-runtime-us", required_argument, NULL, 1},
         {"priority-base", required_argument, NULL, 1},
         {"rt-cgroup", required_argument, NULL, 1},
+        {"park", required_argument, NULL, 1},
         {"proc-poll-us", required_argument, NULL, 1},
         {"libvirt", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},

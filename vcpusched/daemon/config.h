@@ -39,6 +39,7 @@ struct config {
     int64_t rt_runtime_us;
     enum events_mode events;
     bool move_rt_cgroup;
+    enum cgroup_want park; /* how caps park threads: auto, v1 or v2 */
     uint64_t proc_poll_us;
     char libvirt[256]; /* URI the libvirt watcher follows; "none": no watcher */
     struct config_pool pools[CONFIG_MAX_POOLS];

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <mntent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,25 +120,6 @@ has_word(const char *list, const char *w)
     return false;
 }
 
-/* Where the v1 cpu controller and cgroup v2 are mounted ("" if nowhere). */
-static void
-cgroup_mounts(char *v1cpu, char *v2, size_t len)
-{
-    FILE *f = setmntent("/proc/self/mounts", "re");
-    struct mntent *m;
-
-    v1cpu[0] = v2[0] = '\0';
-    if (f == NULL)
-        return;
-    while ((m = getmntent(f)) != NULL) {
-        if (strcmp(m->mnt_type, "cgroup") == 0 && hasmntopt(m, "cpu") != NULL && !v1cpu[0])
-            snprintf(v1cpu, len, "%s", m->mnt_dir);
-        else if (strcmp(m->mnt_type, "cgroup2") == 0 && !v2[0])
-            snprintf(v2, len, "%s", m->mnt_dir);
-    }
-    endmntent(f);
-}
-
 /*
  * CONFIG_RT_GROUP_SCHED as cgroup v2 sees it (no rt file there): from the
  * kernel's config and the rt_group_sched= boot option (Linux 6.16+).
@@ -182,11 +162,11 @@ rt_group_config(void)
  * around it); cgroup v2 has no such file and no way to grant runtime.
  */
 static void
-rt_group_report(const struct daemon *d)
+rt_group_report(const struct daemon *d, const struct cgroup_mounts *m)
 {
-    char v1[256], v2[256], path[320], ctrls[256];
+    const char *v1 = m->v1_cpu, *v2 = m->v2;
+    char path[CGROUP_MOUNT_MAX + 32], ctrls[256];
 
-    cgroup_mounts(v1, v2, sizeof(v1));
     snprintf(path, sizeof(path), "%s/cpu.rt_runtime_us", v1);
     if (v1[0] != '\0' && access(path, F_OK) == 0) {
         if (d->cfg.move_rt_cgroup)
@@ -219,6 +199,33 @@ rt_group_report(const struct daemon *d)
     default:
         break;
     }
+}
+
+/*
+ * The cgroup layout, and how caps will park threads: before anything is
+ * changed, so that a --park the host cannot honour stops the daemon with
+ * nothing touched.
+ */
+static void
+cgroups_setup(struct daemon *d, struct cgroup_mounts *m, struct act_park *park)
+{
+    char err[512];
+
+    if (act_cgroup_mounts(m, err, sizeof(err)) < 0 ||
+        act_park_init(park, m, d->cfg.park, err, sizeof(err)) < 0)
+        fatalx("%s", err);
+}
+
+static void
+park_report(const struct cgroup_mounts *m, const struct act_park *park)
+{
+    char what[768];
+
+    cgroup_describe(m, park->backend, what, sizeof(what));
+    if (park->backend == CGROUP_BACKEND_NONE)
+        log_warnx("parking: %s", what);
+    else
+        log_info("parking: %s", what);
 }
 
 /* Managed CPUs of every configured pool (default: all online but CPU 0). */
@@ -476,15 +483,18 @@ daemon_start(struct daemon *d)
         .move_rt_cgroup = d->cfg.move_rt_cgroup,
         .proc_poll_ns = d->cfg.proc_poll_us * NSEC_PER_USEC,
     };
+    struct cgroup_mounts mounts;
     char err[256];
 
     if (policy_registry_check(err) < 0)
         fatalx("%s", err);
     if (sched_getaffinity(0, sizeof(d->online), &d->online) < 0)
         fatal("sched_getaffinity");
+    cgroups_setup(d, &mounts, &sc.park);
     state_open(d);
     rt_runtime_setup(d);
-    rt_group_report(d);
+    rt_group_report(d, &mounts);
+    park_report(&mounts, &sc.park);
     housekeeping_setup(d);
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
     if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, err,

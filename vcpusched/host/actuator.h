@@ -15,9 +15,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "common/cpuset.h"
 
-#define ACT_CGROUP_PATH_MAX 256
+#define ACT_CGROUP_PATH_MAX CGROUP_PATH_MAX
 
 enum act_level {
     ACT_LEVEL_NONE, /* not yet changed: the thread's original policy */
@@ -35,8 +36,21 @@ struct act_orig {
     int policy; /* without SCHED_RESET_ON_FORK */
     int prio;
     cpu_set_t affinity;
-    char cpu_cgroup[ACT_CGROUP_PATH_MAX];     /* v1 cpu cgroup we moved it out of, or "" */
-    char freezer_cgroup[ACT_CGROUP_PATH_MAX]; /* v1 freezer cgroup we moved it out of, or "" */
+    char cpu_cgroup[ACT_CGROUP_PATH_MAX]; /* v1 cpu cgroup we moved it out of, or "" */
+    /*
+     * Parking, recorded before the first change to the thread's groups:
+     * how (enum cgroup_park_mode, stored last), in the hierarchy mounted
+     * at park_mount, from its group park_cgroup there.
+     */
+    unsigned int park_mode;
+    char park_mount[CGROUP_MOUNT_MAX];
+    char park_cgroup[ACT_CGROUP_PATH_MAX];
+};
+
+/* How the daemon parks threads: a backend and its hierarchy's mount point. */
+struct act_park {
+    enum cgroup_backend backend;
+    char mount[CGROUP_MOUNT_MAX];
 };
 
 struct act_thread {
@@ -77,25 +91,45 @@ int act_set_cpu(struct act_thread *t, int cpu);
 int act_set_level(struct act_thread *t, const struct act_prio *prio, enum act_level level,
                   bool move_rt_cgroup, char *err, size_t errlen);
 
+/* Where the cgroup hierarchies are mounted, from /proc/self/mounts. */
+int act_cgroup_mounts(struct cgroup_mounts *m, char *err, size_t errlen);
 /*
- * Stop all CPU use of the thread (cgroup v1 freezer, a per-thread group
- * under <freezer>/vcpusched/) or allow it again. -EOPNOTSUPP when no v1
- * freezer hierarchy is mounted.
+ * Choose how to park (`want`, on mounts m) and check that the hierarchy
+ * can do it; -ENOENT or -EOPNOTSUPP with the reason otherwise. Changes
+ * nothing.
  */
-int act_freeze(struct act_thread *t, char *err, size_t errlen);
+int act_park_init(struct act_park *p, const struct cgroup_mounts *m, enum cgroup_want want,
+                  char *err, size_t errlen);
+
+/*
+ * Stop all CPU use of the thread, or allow it again. The first freeze
+ * records in t->orig where the thread is, then parks it as p says
+ * (cgroup.h): in a v1 freezer group of its own, in its own threaded v2
+ * group, or in a threaded v2 child group of its group; it stays there,
+ * thawed between parks, until restored. -EOPNOTSUPP without a backend.
+ */
+int act_freeze(struct act_thread *t, const struct act_park *p, char *err, size_t errlen);
 int act_thaw(struct act_thread *t);
 
 /* Give the thread back its original policy, priority, affinity, cgroups. */
 int act_restore(struct act_thread *t);
 /*
  * The same from a saved record, for the guardian and for recovery at
- * start-up: does nothing (-ESRCH) unless tid still has start_time.
+ * start-up: thaws what the record says was parked, then does nothing else
+ * (-ESRCH, after removing our empty park group) unless tid still has
+ * start_time. A thread is moved back to its group only from ours.
  */
-int act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o,
-                      bool frozen);
+int act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o);
+/* Thaw what a saved record parked, whoever runs there now (restore's first pass). */
+void act_thaw_saved(pid_t tid, const struct act_orig *o);
 
 /* True if the thread still exists with the same start time. */
 bool act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time);
+/*
+ * True if the thread has SIGKILL pending: its process is being killed. A
+ * thread frozen in the v1 freezer stays alive that way until thawed.
+ */
+bool act_thread_killed(pid_t pid, pid_t tid);
 
 /*
  * Read /proc/<pid>/task/<tid>/stat: state letter and start time. -ESRCH if

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * actuator_linux.c - SCHED_FIFO levels, affinity, cgroup v1 freezing and
- * restoration of managed threads on Linux; see actuator.h.
+ * actuator_linux.c - SCHED_FIFO levels, affinity, parking (cgroup v1
+ * freezer or cgroup v2 cgroup.freeze) and restoration of managed threads
+ * on Linux; see actuator.h. The choices are cgroup.c's; the changes are here.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +16,10 @@
 
 #include "actuator.h"
 
-#define CG_V1_CPU     "/sys/fs/cgroup/cpu"
-#define CG_V1_FREEZER "/sys/fs/cgroup/freezer"
+#define CG_V1_CPU "/sys/fs/cgroup/cpu"
 /* cgroup v2: the whole tree on a v2-only host, or beside v1 (hybrid). */
 #define CG_V2        "/sys/fs/cgroup"
 #define CG_V2_HYBRID "/sys/fs/cgroup/unified"
-/* Our per-thread freezer groups live here, outside libvirt's hierarchy. */
-#define CG_PARK_DIR CG_V1_FREEZER "/vcpusched"
 
 static int
 read_file(const char *path, char *buf, size_t len)
@@ -91,35 +91,34 @@ act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time)
     return act_read_stat(pid, tid, NULL, &st) == 0 && st == start_time;
 }
 
+bool
+act_thread_killed(pid_t pid, pid_t tid)
+{
+    char path[64], buf[4096], *line, *save = NULL;
+    const unsigned long long sigkill = 1ull << (SIGKILL - 1);
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (read_file(path, buf, sizeof(buf)) < 0)
+        return false;
+    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+        if ((strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0) &&
+            (strtoull(line + 7, NULL, 16) & sigkill) != 0)
+            return true;
+    return false;
+}
+
 /* The v1 cgroup path of `tid` for `controller` (v2 for ""), or -ENOENT. */
 static int
 cgroup_of(pid_t pid, pid_t tid, const char *controller, char *out, size_t len)
 {
-    char path[64], buf[4096], *line, *save = NULL;
+    char path[64], buf[4096];
     int n;
 
     snprintf(path, sizeof(path), "/proc/%d/task/%d/cgroup", (int)pid, (int)tid);
     n = read_file(path, buf, sizeof(buf));
     if (n < 0)
         return n == -ENOENT ? -ESRCH : n;
-    for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        char *ctrls = strchr(line, ':'), *cpath, *c, *csave = NULL;
-
-        if (ctrls == NULL || (cpath = strchr(++ctrls, ':')) == NULL)
-            continue;
-        *cpath++ = '\0';
-        if (controller[0] == '\0' && ctrls[0] == '\0') { /* "0::/path" */
-            snprintf(out, len, "%s", cpath);
-            return 0;
-        }
-        for (c = strtok_r(ctrls, ",", &csave); c != NULL; c = strtok_r(NULL, ",", &csave)) {
-            if (strcmp(c, controller) == 0) {
-                snprintf(out, len, "%s", cpath);
-                return 0;
-            }
-        }
-    }
-    return -ENOENT;
+    return cgroup_parse_proc(buf, controller, out, len);
 }
 
 int
@@ -284,47 +283,287 @@ act_set_level(struct act_thread *t, const struct act_prio *prio, enum act_level 
     return -e;
 }
 
-static void
-park_dir(pid_t tid, char *out, size_t len)
+/* --- parking --------------------------------------------------------------- */
+
+int
+act_cgroup_mounts(struct cgroup_mounts *m, char *err, size_t errlen)
 {
-    snprintf(out, len, CG_PARK_DIR "/%d", (int)tid);
+    FILE *f = fopen("/proc/self/mounts", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    int r = 0;
+
+    memset(m, 0, sizeof(*m));
+    if (f == NULL) {
+        r = -errno;
+        snprintf(err, errlen, "/proc/self/mounts: %s", strerror(errno));
+        return r;
+    }
+    while (getline(&line, &cap, f) > 0) {
+        if (cgroup_parse_mount_line(line, m) < 0 && r == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(err, errlen, "cgroup mount point longer than %d bytes: %.200s",
+                     CGROUP_MOUNT_MAX - 1, line);
+            r = -ENAMETOOLONG;
+        }
+    }
+    free(line);
+    fclose(f);
+    return r;
 }
 
 int
-act_freeze(struct act_thread *t, char *err, size_t errlen)
+act_park_init(struct act_park *p, const struct cgroup_mounts *m, enum cgroup_want want, char *err,
+              size_t errlen)
 {
-    char dir[128], path[160], tid[16];
+    char path[CGROUP_MOUNT_MAX + 32];
+    const char *file;
+    int r;
+
+    memset(p, 0, sizeof(*p));
+    r = cgroup_choose_backend(m, want, &p->backend, err, errlen);
+    if (r < 0 || p->backend == CGROUP_BACKEND_NONE)
+        return r;
+    snprintf(p->mount, sizeof(p->mount), "%s",
+             p->backend == CGROUP_BACKEND_V1 ? m->v1_freezer : m->v2);
+    /* v2 moves single threads with cgroup.threads (Linux 4.14+). */
+    file = p->backend == CGROUP_BACKEND_V1 ? "tasks" : "cgroup.threads";
+    snprintf(path, sizeof(path), "%s/%s", p->mount, file);
+    if (access(path, W_OK) != 0) {
+        r = -errno;
+        snprintf(err, errlen, "parking (--park %s): %s: %s", cgroup_backend_name(p->backend), path,
+                 strerror(errno));
+        p->backend = CGROUP_BACKEND_NONE;
+        return r;
+    }
+    return 0;
+}
+
+static int
+write_tid(const char *dir, const char *file, pid_t tid)
+{
+    char path[CGROUP_DIR_MAX + 32], s[16];
+
+    if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    snprintf(s, sizeof(s), "%d", (int)tid);
+    return write_file(path, s);
+}
+
+/* A small file of a group into buf; NULL if there is none. */
+static const char *
+read_group_file(const char *dir, const char *file, char *buf, size_t len)
+{
+    char path[CGROUP_DIR_MAX + 32];
+
+    if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path) ||
+        read_file(path, buf, len) < 0)
+        return NULL;
+    return buf;
+}
+
+static bool
+has_child_groups(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool any = false;
+
+    if (d == NULL)
+        return false;
+    while (!any && (e = readdir(d)) != NULL)
+        any = e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return any;
+}
+
+static enum cgroup_park_mode
+park_mode_of(const struct act_orig *o)
+{
+    return (enum cgroup_park_mode)__atomic_load_n(&o->park_mode, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Write-ahead: where the thread is, before any change to its groups. The
+ * mode is stored last, so a reader that sees it sees the paths too.
+ */
+static void
+park_record(struct act_orig *o, enum cgroup_park_mode mode, const char *mount, const char *cg)
+{
+    snprintf(o->park_mount, sizeof(o->park_mount), "%s", mount);
+    snprintf(o->park_cgroup, sizeof(o->park_cgroup), "%s", cg);
+    __atomic_store_n(&o->park_mode, (unsigned int)mode, __ATOMIC_RELEASE);
+}
+
+static void
+park_forget(struct act_orig *o)
+{
+    __atomic_store_n(&o->park_mode, (unsigned int)CGROUP_PARK_NONE, __ATOMIC_RELEASE);
+}
+
+static int
+park_dir_of(pid_t tid, const struct act_orig *o, char *out, size_t len)
+{
+    return cgroup_park_dir(park_mode_of(o), o->park_mount, o->park_cgroup, tid, out, len);
+}
+
+/* Freeze or thaw the group the record parks the thread in. */
+static int
+park_set(pid_t tid, const struct act_orig *o, bool frozen)
+{
+    bool v1 = park_mode_of(o) == CGROUP_PARK_V1;
+    char dir[CGROUP_DIR_MAX], path[CGROUP_DIR_MAX + 32];
+    int r = park_dir_of(tid, o, dir, sizeof(dir));
+
+    if (r < 0)
+        return r;
+    snprintf(path, sizeof(path), "%s/%s", dir, v1 ? "freezer.state" : "cgroup.freeze");
+    return write_file(path, v1 ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0"));
+}
+
+/* Remove our own park group (v1, v2 child); it must be empty by now. */
+static void
+park_remove(pid_t tid, const struct act_orig *o)
+{
+    enum cgroup_park_mode mode = park_mode_of(o);
+    char dir[CGROUP_DIR_MAX];
+
+    if ((mode == CGROUP_PARK_V1 || mode == CGROUP_PARK_V2_CHILD) &&
+        park_dir_of(tid, o, dir, sizeof(dir)) == 0)
+        (void)rmdir(dir);
+}
+
+/* First park on v1: a freezer group of its own, <freezer>/vcpusched/<tid>. */
+static int
+park_v1(struct act_thread *t, const struct act_park *p, char *err, size_t errlen)
+{
+    char cg[ACT_CGROUP_PATH_MAX], top[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX] = "";
+    int r = cgroup_of(t->pid, t->tid, "freezer", cg, sizeof(cg));
+
+    if (r < 0) {
+        snprintf(err, errlen, "cannot park thread %d: its v1 freezer group: %s", (int)t->tid,
+                 strerror(-r));
+        return r;
+    }
+    park_record(&t->orig, CGROUP_PARK_V1, p->mount, cg);
+    snprintf(top, sizeof(top), "%s/" CGROUP_V1_PARK_DIR, p->mount);
+    r = park_dir_of(t->tid, &t->orig, dir, sizeof(dir));
+    if (r == 0 &&
+        ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0755) < 0 && errno != EEXIST)))
+        r = -errno;
+    if (r == 0)
+        r = write_tid(dir, "tasks", t->tid);
+    if (r < 0) {
+        if (dir[0] != '\0')
+            (void)rmdir(dir);
+        park_forget(&t->orig);
+        snprintf(err, errlen, "cannot park thread %d in v1 freezer group %s: %s", (int)t->tid, dir,
+                 strerror(-r));
+    }
+    return r;
+}
+
+/* A new group joins its parent's threaded subtree (domain invalid until then). */
+static int
+make_threaded(const char *dir)
+{
+    char type[64], path[CGROUP_DIR_MAX + 32];
+
+    if (read_group_file(dir, "cgroup.type", type, sizeof(type)) != NULL &&
+        strcmp(type, "threaded\n") == 0)
+        return 0;
+    snprintf(path, sizeof(path), "%s/cgroup.type", dir);
+    return write_file(path, "threaded");
+}
+
+/*
+ * First park on v2: freeze the thread's own threaded group if it is alone
+ * there (libvirt's vcpuN), else move it into a threaded child group of its
+ * group made for it. What fails is undone.
+ */
+static int
+park_v2(struct act_thread *t, const struct act_park *p, char *err, size_t errlen)
+{
+    char cg[ACT_CGROUP_PATH_MAX], gdir[CGROUP_DIR_MAX], dir[CGROUP_DIR_MAX] = "";
+    char type[64], threads[4096], freeze[16];
+    struct cgroup_v2_group g = {.path = cg};
+    enum cgroup_park_mode mode;
+    const char *step = "make";
+    int r = cgroup_of(t->pid, t->tid, "", cg, sizeof(cg));
+
+    if (r == 0)
+        r = cgroup_group_dir(p->mount, cg, gdir, sizeof(gdir));
+    if (r == 0 &&
+        (g.threads = read_group_file(gdir, "cgroup.threads", threads, sizeof(threads))) == NULL)
+        r = -errno;
+    if (r < 0) {
+        snprintf(err, errlen, "cannot park thread %d: its cgroup v2 group: %s", (int)t->tid,
+                 strerror(-r));
+        return r;
+    }
+    g.type = read_group_file(gdir, "cgroup.type", type, sizeof(type));
+    g.freeze = read_group_file(gdir, "cgroup.freeze", freeze, sizeof(freeze));
+    g.has_children = has_child_groups(gdir);
+    r = cgroup_choose_v2(t->tid, &g, &mode, err, errlen);
+    if (r < 0)
+        return r;
+    park_record(&t->orig, mode, p->mount, cg);
+    if (mode == CGROUP_PARK_V2_OWN)
+        return 0;
+    r = park_dir_of(t->tid, &t->orig, dir, sizeof(dir));
+    if (r == 0 && mkdir(dir, 0755) < 0 && errno != EEXIST)
+        r = -errno;
+    if (r == 0) {
+        step = "make threaded";
+        r = make_threaded(dir);
+    }
+    if (r == 0) {
+        step = "move the thread into";
+        r = write_tid(dir, "cgroup.threads", t->tid);
+    }
+    if (r < 0) {
+        size_t n;
+
+        if (dir[0] != '\0')
+            (void)rmdir(dir);
+        park_forget(&t->orig);
+        snprintf(err, errlen, "cannot park thread %d: %s threaded group %s: %s", (int)t->tid, step,
+                 dir, strerror(-r));
+        n = strlen(err);
+        if (r == -EOPNOTSUPP && n < errlen)
+            snprintf(err + n, errlen - n,
+                     " (its group %s is a domain with domain controllers enabled or populated "
+                     "domain children: cgroup v2 allows no threaded group there)",
+                     cg);
+    }
+    return r;
+}
+
+int
+act_freeze(struct act_thread *t, const struct act_park *p, char *err, size_t errlen)
+{
     int r;
 
     if (t->frozen)
         return 0;
-    if (access(CG_V1_FREEZER "/tasks", F_OK) != 0) {
-        snprintf(err, errlen, "cannot park thread %d: no cgroup v1 freezer at " CG_V1_FREEZER,
-                 (int)t->tid);
-        return -EOPNOTSUPP;
-    }
-    park_dir(t->tid, dir, sizeof(dir));
-    if (t->orig.freezer_cgroup[0] == '\0') {
-        r = cgroup_of(t->pid, t->tid, "freezer", t->orig.freezer_cgroup,
-                      sizeof(t->orig.freezer_cgroup));
+    if (park_mode_of(&t->orig) == CGROUP_PARK_NONE) {
+        if (p->backend == CGROUP_BACKEND_NONE) {
+            snprintf(err, errlen,
+                     "cannot park thread %d: no cgroup freezer (neither a v1 freezer nor "
+                     "cgroup2 is mounted): caps cannot be enforced",
+                     (int)t->tid);
+            return -EOPNOTSUPP;
+        }
+        r = p->backend == CGROUP_BACKEND_V1 ? park_v1(t, p, err, errlen)
+                                            : park_v2(t, p, err, errlen);
         if (r < 0)
             return r;
-        if ((mkdir(CG_PARK_DIR, 0755) < 0 && errno != EEXIST) ||
-            (mkdir(dir, 0755) < 0 && errno != EEXIST))
-            return -errno;
-        snprintf(path, sizeof(path), "%s/tasks", dir);
-        snprintf(tid, sizeof(tid), "%d", (int)t->tid);
-        r = write_file(path, tid);
-        if (r < 0) {
-            t->orig.freezer_cgroup[0] = '\0';
-            rmdir(dir);
-            return r;
-        }
     }
-    snprintf(path, sizeof(path), "%s/freezer.state", dir);
-    r = write_file(path, "FROZEN");
-    if (r < 0)
+    r = park_set(t->tid, &t->orig, true);
+    if (r < 0) {
+        snprintf(err, errlen, "cannot park thread %d: freeze: %s", (int)t->tid, strerror(-r));
         return r;
+    }
     t->frozen = true;
     return 1;
 }
@@ -332,17 +571,50 @@ act_freeze(struct act_thread *t, char *err, size_t errlen)
 int
 act_thaw(struct act_thread *t)
 {
-    char path[160];
     int r;
 
     if (!t->frozen)
         return 0;
-    snprintf(path, sizeof(path), CG_PARK_DIR "/%d/freezer.state", (int)t->tid);
-    r = write_file(path, "THAWED");
+    r = park_set(t->tid, &t->orig, false);
     if (r < 0)
         return r;
     t->frozen = false;
     return 1;
+}
+
+void
+act_thaw_saved(pid_t tid, const struct act_orig *o)
+{
+    /*
+     * By the record, not by t->frozen: a daemon killed between freezing
+     * and noting it must not leave a thread frozen. Thawing our own group
+     * (or the thread's own group we chose to freeze) is always safe.
+     */
+    if (park_mode_of(o) != CGROUP_PARK_NONE)
+        (void)park_set(tid, o, false);
+}
+
+/*
+ * Back to the group it was found in, but only from ours (a thread someone
+ * else moved since stays where it is); then our group goes. A v1 freezer
+ * group that vanished with its VM: the hierarchy's root, so ours can go.
+ */
+static void
+park_return(pid_t pid, pid_t tid, const struct act_orig *o)
+{
+    enum cgroup_park_mode mode = park_mode_of(o);
+    const char *ctrl = mode == CGROUP_PARK_V1 ? "freezer" : "";
+    const char *file = mode == CGROUP_PARK_V1 ? "tasks" : "cgroup.threads";
+    char now[ACT_CGROUP_PATH_MAX], ours[ACT_CGROUP_PATH_MAX], gdir[CGROUP_DIR_MAX];
+
+    if (mode != CGROUP_PARK_V1 && mode != CGROUP_PARK_V2_CHILD)
+        return;
+    if (cgroup_park_path(mode, o->park_cgroup, tid, ours, sizeof(ours)) == 0 &&
+        cgroup_of(pid, tid, ctrl, now, sizeof(now)) == 0 && strcmp(now, ours) == 0 &&
+        cgroup_group_dir(o->park_mount, o->park_cgroup, gdir, sizeof(gdir)) == 0 &&
+        write_tid(gdir, file, tid) < 0 && mode == CGROUP_PARK_V1)
+        (void)write_tid(o->park_mount, file, tid);
+    park_remove(tid, o);
 }
 
 /* Put the thread back in a v1 cgroup `path` of hierarchy `root`. */
@@ -357,30 +629,17 @@ cgroup_return(const char *root, const char *path, pid_t tid)
 }
 
 int
-act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o, bool frozen)
+act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_orig *o)
 {
     struct sched_param sp = {.sched_priority = o->prio};
-    char dir[128], path[160];
-    bool parked;
     int r = 0;
 
+    /* Thawed before anything else: a frozen vCPU is a hung guest. */
+    act_thaw_saved(tid, o);
     if (!act_thread_alive(pid, tid, start_time)) {
-        park_dir(tid, dir, sizeof(dir));
-        rmdir(dir); /* an empty park group left by a thread that exited */
+        park_remove(tid, o); /* empty once its thread has exited */
         return -ESRCH;
     }
-    /*
-     * Thaw by convention (the park group is named after the TID), not by
-     * the record alone: a daemon killed between freezing and recording
-     * must not leave a thread frozen.
-     */
-    park_dir(tid, dir, sizeof(dir));
-    parked = access(dir, F_OK) == 0;
-    if (parked) {
-        snprintf(path, sizeof(path), "%s/freezer.state", dir);
-        (void)write_file(path, "THAWED");
-    }
-    (void)frozen;
     /* SCHED_OTHER first: an RT task may not enter a group without rt runtime. */
     if (sched_setscheduler(tid, o->policy, &sp) < 0)
         r = -errno;
@@ -388,10 +647,7 @@ act_restore_saved(pid_t pid, pid_t tid, uint64_t start_time, const struct act_or
         r = -errno;
     if (o->cpu_cgroup[0] != '\0')
         cgroup_return(CG_V1_CPU, o->cpu_cgroup, tid);
-    if (parked) {
-        cgroup_return(CG_V1_FREEZER, o->freezer_cgroup[0] ? o->freezer_cgroup : "/", tid);
-        rmdir(dir);
-    }
+    park_return(pid, tid, o);
     return r < 0 ? r : 1;
 }
 
@@ -400,10 +656,12 @@ act_restore(struct act_thread *t)
 {
     int r;
 
-    if (t->level == ACT_LEVEL_NONE && t->cpu < 0 && !t->frozen && t->orig.freezer_cgroup[0] == 0)
+    if (t->level == ACT_LEVEL_NONE && t->cpu < 0 && !t->frozen &&
+        park_mode_of(&t->orig) == CGROUP_PARK_NONE)
         return 0;
-    r = act_restore_saved(t->pid, t->tid, t->start_time, &t->orig, t->frozen);
-    t->orig.cpu_cgroup[0] = t->orig.freezer_cgroup[0] = '\0';
+    r = act_restore_saved(t->pid, t->tid, t->start_time, &t->orig);
+    t->orig.cpu_cgroup[0] = '\0';
+    park_forget(&t->orig);
     t->level = ACT_LEVEL_NONE;
     t->cpu = -1;
     t->frozen = false;

@@ -279,7 +279,11 @@ statefile_set_rt_runtime(struct statefile *sf, int64_t us)
     return cur == us ? 0 : rt_runtime_write(us);
 }
 
-/* Restore the used slots of generation `gen` (0: every generation). */
+/*
+ * Restore the used slots of generation `gen` (0: every generation). Every
+ * parked thread is thawed first, before any other thread is touched: a
+ * restorer that dies half-way must not leave a guest hung.
+ */
 static int
 restore_slots(struct statefile *sf, uint32_t gen)
 {
@@ -288,10 +292,15 @@ restore_slots(struct statefile *sf, uint32_t gen)
     for (int i = 0; i < STATEFILE_SLOTS; i++) {
         struct statefile_slot *s = &sf->slots[i];
 
+        if (s->used && (gen == 0 || s->gen == gen))
+            act_thaw_saved(s->act.tid, &s->act.orig);
+    }
+    for (int i = 0; i < STATEFILE_SLOTS; i++) {
+        struct statefile_slot *s = &sf->slots[i];
+
         if (!s->used || (gen != 0 && s->gen != gen))
             continue;
-        if (act_restore_saved(s->act.pid, s->act.tid, s->act.start_time, &s->act.orig,
-                              s->act.frozen) > 0)
+        if (act_restore_saved(s->act.pid, s->act.tid, s->act.start_time, &s->act.orig) > 0)
             n++;
         statefile_release(sf, i);
     }

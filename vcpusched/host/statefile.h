@@ -36,7 +36,7 @@
 #include "actuator.h"
 
 #define STATEFILE_MAGIC   0x76637331u /* "vcs1" */
-#define STATEFILE_VERSION 2           /* 2: generations and the owner lock */
+#define STATEFILE_VERSION 3           /* 2: generations, owner lock; 3: v2 parking records */
 #define STATEFILE_SLOTS   4096        /* managed threads per daemon */
 #define STATEFILE_DEFAULT "/run/vcpusched/state"
 /* How long a new daemon waits for a predecessor's guardian to finish. */
