@@ -135,7 +135,8 @@ class Busy:
 class Daemon:
     """A private vcpuschedd with its own socket and state file."""
 
-    def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto"):
+    def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto", env=None):
+        self.env = env  # None: the test's own environment
         self.dir = tempfile.mkdtemp(prefix="vcpusched-test-")
         self.sock = os.path.join(self.dir, "control.sock")
         self.state = os.path.join(self.dir, "state")
@@ -150,6 +151,7 @@ class Daemon:
         keep the RT settings it changed, with nobody left to stop it)."""
         with open(self.log, "ab") as logf:  # the child keeps its own copy
             self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
+                                         env=self.env,
                                          preexec_fn=lambda: os.sched_setaffinity(
                                              0, {HOUSEKEEPING_CPU}))
         deadline = time.monotonic() + timeout

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * config.c - defaults, vcpusched.conf and command-line options. The file
+ * config.c - defaults, vcpuschedd.conf and command-line options. The file
  * and the options share one setter, so every key means the same thing in
  * both places.
  */
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/version.h"
 #include "config.h"
 #include "host/statefile.h"
@@ -25,6 +26,7 @@ config_defaults(struct config *c)
     snprintf(c->state, sizeof(c->state), "%s", STATEFILE_DEFAULT);
     c->pattern = SCHED_SHARED;
     c->dedicated_cpu = -1;
+    c->log_level = LOG_VERBOSE_INFO;
     c->prio_base = 10; /* above libvirt's <vcpusched> default 1, below IRQ threads (50) */
     c->events = EVENTS_AUTO;
     c->move_rt_cgroup = true;
@@ -147,6 +149,7 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     static const char *const patterns[] = {"shared", "dedicated"};
     static const char *const modes[] = {"auto", "bpf", "proc"};
     static const char *const cgroup[] = {"fail", "move"};
+    static const char *const levels[] = {"warning", "info", "debug"}; /* LOG_VERBOSE_* */
     long x;
     int e, r;
 
@@ -173,6 +176,11 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     if (strcmp(key, "rt-cgroup") == 0) {
         r = set_enum(key, val, cgroup, 2, &e, err, errlen);
         c->move_rt_cgroup = r == 0 ? e == 1 : c->move_rt_cgroup;
+        return r;
+    }
+    if (strcmp(key, "log-level") == 0) {
+        r = set_enum(key, val, levels, 3, &e, err, errlen);
+        c->log_level = r == 0 ? e : c->log_level;
         return r;
     }
     if (strcmp(key, "dispatcher-cpu") == 0) {
@@ -253,7 +261,7 @@ config_usage(const char *prog)
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
             "          [--rt-cgroup move|fail] [--proc-poll-us N] [--pidfile PATH]\n"
-            "          [--libvirt URI|none]\n",
+            "          [--libvirt URI|none] [--log-level warning|info|debug]\n",
             prog);
 }
 
@@ -281,6 +289,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"rt-cgroup", required_argument, NULL, 1},
         {"proc-poll-us", required_argument, NULL, 1},
         {"libvirt", required_argument, NULL, 1},
+        {"log-level", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},
     };
     int o, idx, r;

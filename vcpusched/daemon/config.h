@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * config.h - the daemon's configuration: defaults, a config file
- * (vcpusched.conf(5), "key value" lines) and command-line options, which
+ * (vcpuschedd.conf(5), "key value" lines) and command-line options, which
  * override the file.
  */
 #ifndef VCPUSCHED_CONFIG_H
@@ -26,7 +26,8 @@ struct config_pool {
 
 struct config {
     bool foreground;
-    int verbose;
+    int verbose;   /* -v count: raises log_level */
+    int log_level; /* LOG_VERBOSE_WARN, _INFO (default) or _DEBUG (common/log.h) */
     char config_file[256];
     char socket[108];
     char group[64]; /* may use the socket besides root ("" = root only) */
