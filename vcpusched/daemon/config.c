@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/version.h"
 #include "config.h"
 #include "host/statefile.h"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/log.h"
 #include "events/events.h"
 #include "core/sched_core.h"
 
@@ -47,6 +48,15 @@ struct config {
 };
 
 void config_defaults(struct config *c);
+
+/* The log verbosity it asks for: log-level, raised by each -v. */
+static inline int
+config_verbosity(const struct config *c)
+{
+    int v = c->log_level + c->verbose;
+
+    return v > LOG_VERBOSE_DEBUG ? LOG_VERBOSE_DEBUG : v;
+}
 /*
  * Parse the command line (and the file given by --config, applied first).
  * Returns 0, 1 for --help/--version (already printed), or -EINVAL with a

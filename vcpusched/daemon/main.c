@@ -631,10 +631,7 @@ main(int argc, char **argv)
     d->started = d->cfg;
     d->argc = argc;
     d->argv = argv;
-    log_init("vcpuschedd", d->cfg.foreground,
-             d->cfg.log_level + d->cfg.verbose > LOG_VERBOSE_DEBUG
-                 ? LOG_VERBOSE_DEBUG
-                 : d->cfg.log_level + d->cfg.verbose);
+    log_init("vcpuschedd", d->cfg.foreground, config_verbosity(&d->cfg));
     if (geteuid() != 0)
         fatalx("must run as root (it changes other processes' scheduling)");
     daemonize(d);

@@ -194,11 +194,10 @@ reload_apply(struct daemon_ctx *ctx, const struct config *started, const struct 
 {
     static const char *const level_names[] = {"warning", "info", "debug"}; /* LOG_VERBOSE_* */
     struct json_object *pools;
-    int level = next->log_level + next->verbose;
+    int level = config_verbosity(next);
 
     memset(res, 0, sizeof(*res));
     restart_keys_check(started, next, res);
-    level = level > LOG_VERBOSE_DEBUG ? LOG_VERBOSE_DEBUG : level;
     if (level != log_verbosity()) {
         log_set_verbosity(level);
         if (level >= LOG_VERBOSE_INFO)
