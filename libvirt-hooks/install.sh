@@ -6,20 +6,25 @@
 # for hooks again: libvirt finds hook drivers only at start or on SIGHUP.
 #
 #   install.sh [--hook /usr/lib/vcpusched/vcpusched-hook] [--hooks-dir DIR]
-#              [--pidfile FILE] [--uninstall]
+#              [--pidfile FILE] [--no-reload] [--uninstall]
+#
+# --no-reload: link only (the Debian package's postinst reloads libvirt
+# itself, through deb-systemd-invoke, which honours policy-rc.d).
 set -eu
 
 hook=/usr/lib/vcpusched/vcpusched-hook
 dir=/etc/libvirt/hooks/qemu.d
 pidfile=
+reload=1
 uninstall=0
 while [ $# -gt 0 ]; do
     case $1 in
     --hook) hook=$2; shift ;;
     --hooks-dir) dir=$2; shift ;;
     --pidfile) pidfile=$2; shift ;;
+    --no-reload) reload=0 ;;
     --uninstall) uninstall=1 ;;
-    *) echo "usage: install.sh [--hook PATH] [--hooks-dir DIR] [--pidfile FILE] [--uninstall]" >&2
+    *) echo "usage: install.sh [--hook PATH] [--hooks-dir DIR] [--pidfile FILE] [--no-reload] [--uninstall]" >&2
        exit 2 ;;
     esac
     shift
@@ -37,6 +42,7 @@ mkdir -p "$dir"
 ln -sfn "$hook" "$link.tmp"
 mv -T "$link.tmp" "$link"
 echo "install.sh: $link -> $hook"
+[ "$reload" = 1 ] || exit 0
 
 # SIGHUP makes libvirtd (or virtqemud on modular hosts) rescan its hooks.
 if [ -n "$pidfile" ]; then

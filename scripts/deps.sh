@@ -11,6 +11,8 @@ pkgs=(
     libjson-c-dev libnuma-dev libvirt-dev libxml2-dev check
     clang llvm libbpf-dev bpftool libclang-rt-14-dev
     clang-format cppcheck valgrind
+    # the Debian package and its checks (scripts/build-deb.sh, check-package.sh)
+    debhelper lintian debootstrap systemd
     # run: VMs, libvirt, guest image
     qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
     busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping cpio

@@ -3,7 +3,8 @@
 #
 # The README's test command: installs what is missing, builds with -Werror,
 # runs every test (unit, simulator, integration on real threads, QEMU and
-# libvirtd), then rebuilds with ASan+UBSan and runs them all again, then
+# libvirtd), checks the Debian package (scripts/check-package.sh), then
+# rebuilds with ASan+UBSan and runs them all again, then
 # with TSan the tests that run threads, then checks formatting and runs the
 # fuzzers briefly; boots real Xen under QEMU for one share check
 # (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF, libvirtd).
@@ -40,6 +41,11 @@ run_suite() { # name, extra cmake args... [-- extra ctest args...]
 run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 [ "$quick" = 1 ] && exit 0
 
+# The Debian package: contents, lintian, install/purge in a clean Debian 12
+# root, the unit verified, the packaged daemon run (docs/packaging.md).
+echo "== package"
+./scripts/check-package.sh "$top/build/ci"
+
 # Real Xen 4.17 (Debian's packages, fetched, never installed) booted under
 # QEMU: one 2:1 weight split under Credit (bench/xen). ~2 min under TCG
 # (first run: +1 min to fetch and build the rig into bench/xen/cache).
@@ -56,7 +62,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # daemon, whose log the tests check (tests/integration/vstest.py).
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
     run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON \
-    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|policies|libvirt|move))$'
+    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|service|policies|libvirt|move))$'
 
 echo "== format"
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror

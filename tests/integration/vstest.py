@@ -148,7 +148,8 @@ class Daemon:
     VCPUSCHED_PARK set, it parks with the first backend listed (an explicit
     --park in args wins)."""
 
-    def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto"):
+    def __init__(self, *args, cpus=str(MANAGED_CPU), policy="rr", events="auto", env=None):
+        self.env = env  # None: the test's own environment
         self.dir = tempfile.mkdtemp(prefix="vcpusched-test-")
         self.sock = os.path.join(self.dir, "control.sock")
         self.state = os.path.join(self.dir, "state")
@@ -164,6 +165,7 @@ class Daemon:
         keep the RT settings it changed, with nobody left to stop it)."""
         with open(self.log, "ab") as logf:  # the child keeps its own copy
             self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
+                                         env=self.env,
                                          preexec_fn=lambda: os.sched_setaffinity(
                                              0, {HOUSEKEEPING_CPU}))
         deadline = time.monotonic() + timeout

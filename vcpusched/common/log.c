@@ -3,27 +3,52 @@
  * log.c - see log.h.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
-/* Written once by log_init before threads exist, read-only afterwards. */
+/*
+ * Written once by log_init before threads exist, read-only afterwards;
+ * but verbosity, which a reload may change while threads log.
+ */
 static struct {
     const char *procname;
     int foreground;
-    int verbosity;
-} log_conf = {"vcpusched", 1, 0};
+    int journal; /* stderr is the journal's stream: "<N>" prefixes, no stamps */
+    atomic_int verbosity;
+} log_conf = {"vcpusched", 1, 0, LOG_VERBOSE_INFO};
+
+/*
+ * systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected
+ * to stderr; it only counts if stderr is still that stream (not
+ * redirected by a shell in between).
+ */
+static int
+log_to_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+
+    if (js == NULL || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+        return 0;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void
 log_init(const char *procname, int foreground, int verbosity)
 {
     log_conf.procname = procname;
     log_conf.foreground = foreground;
-    log_conf.verbosity = verbosity;
+    log_conf.journal = foreground && log_to_journal();
+    atomic_store_explicit(&log_conf.verbosity, verbosity, memory_order_relaxed);
     if (!foreground)
         openlog(procname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -31,7 +56,13 @@ log_init(const char *procname, int foreground, int verbosity)
 int
 log_verbosity(void)
 {
-    return log_conf.verbosity;
+    return atomic_load_explicit(&log_conf.verbosity, memory_order_relaxed);
+}
+
+void
+log_set_verbosity(int verbosity)
+{
+    atomic_store_explicit(&log_conf.verbosity, verbosity, memory_order_relaxed);
 }
 
 static void __attribute__((format(printf, 2, 0)))
@@ -40,7 +71,10 @@ vlog(int pri, const char *fmt, va_list ap, const char *suffix)
     char msg[1024];
 
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (log_conf.foreground) {
+    if (log_conf.journal) {
+        /* The journal stamps and names the line; <N> is its priority. */
+        fprintf(stderr, "<%d>%s%s%s\n", pri, msg, suffix ? ": " : "", suffix ? suffix : "");
+    } else if (log_conf.foreground) {
         struct timespec ts;
 
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -78,7 +112,7 @@ log_info(const char *fmt, ...)
 {
     va_list ap;
 
-    if (log_conf.verbosity < LOG_VERBOSE_INFO && log_conf.foreground == 0)
+    if (log_verbosity() < LOG_VERBOSE_INFO)
         return;
     va_start(ap, fmt);
     vlog(LOG_INFO, fmt, ap, NULL);
@@ -90,7 +124,7 @@ log_debug(const char *fmt, ...)
 {
     va_list ap;
 
-    if (log_conf.verbosity < LOG_VERBOSE_DEBUG)
+    if (log_verbosity() < LOG_VERBOSE_DEBUG)
         return;
     va_start(ap, fmt);
     vlog(LOG_DEBUG, fmt, ap, NULL);

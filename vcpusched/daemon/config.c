@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * config.c - defaults, vcpusched.conf and command-line options. The file
+ * config.c - defaults, vcpuschedd.conf and command-line options. The file
  * and the options share one setter, so every key means the same thing in
  * both places.
  */
@@ -25,6 +25,7 @@ config_defaults(struct config *c)
     snprintf(c->state, sizeof(c->state), "%s", STATEFILE_DEFAULT);
     c->pattern = SCHED_SHARED;
     c->dedicated_cpu = -1;
+    c->log_level = LOG_VERBOSE_INFO;
     c->prio_base = 10; /* above libvirt's <vcpusched> default 1, below IRQ threads (50) */
     c->events = EVENTS_AUTO;
     c->move_rt_cgroup = true;
@@ -149,6 +150,7 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     static const char *const modes[] = {"auto", "bpf", "proc"};
     static const char *const cgroup[] = {"fail", "move"};
     static const char *const park[] = {"auto", "v1", "v2"};
+    static const char *const levels[] = {"warning", "info", "debug"}; /* LOG_VERBOSE_* */
     long x;
     int e, r;
 
@@ -180,6 +182,11 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     if (strcmp(key, "park") == 0) {
         r = set_enum(key, val, park, 3, &e, err, errlen);
         c->park = r == 0 ? (enum cgroup_want)e : c->park;
+        return r;
+    }
+    if (strcmp(key, "log-level") == 0) {
+        r = set_enum(key, val, levels, 3, &e, err, errlen);
+        c->log_level = r == 0 ? e : c->log_level;
         return r;
     }
     if (strcmp(key, "dispatcher-cpu") == 0) {
@@ -260,7 +267,7 @@ config_usage(const char *prog)
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
             "          [--rt-cgroup move|fail] [--park auto|v1|v2] [--proc-poll-us N]\n"
-            "          [--pidfile PATH] [--libvirt URI|none]\n",
+            "          [--pidfile PATH] [--libvirt URI|none] [--log-level warning|info|debug]\n",
             prog);
 }
 
@@ -289,6 +296,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"park", required_argument, NULL, 1},
         {"proc-poll-us", required_argument, NULL, 1},
         {"libvirt", required_argument, NULL, 1},
+        {"log-level", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},
     };
     int o, idx, r;

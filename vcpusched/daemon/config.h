@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * config.h - the daemon's configuration: defaults, a config file
- * (vcpusched.conf(5), "key value" lines) and command-line options, which
+ * (vcpuschedd.conf(5), "key value" lines) and command-line options, which
  * override the file.
  */
 #ifndef VCPUSCHED_CONFIG_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/log.h"
 #include "events/events.h"
 #include "core/sched_core.h"
 
@@ -26,7 +27,8 @@ struct config_pool {
 
 struct config {
     bool foreground;
-    int verbose;
+    int verbose;   /* -v count: raises log_level */
+    int log_level; /* LOG_VERBOSE_WARN, _INFO (default) or _DEBUG (common/log.h) */
     char config_file[256];
     char socket[108];
     char group[64]; /* may use the socket besides root ("" = root only) */
@@ -47,6 +49,15 @@ struct config {
 };
 
 void config_defaults(struct config *c);
+
+/* The log verbosity it asks for: log-level, raised by each -v. */
+static inline int
+config_verbosity(const struct config *c)
+{
+    int v = c->log_level + c->verbose;
+
+    return v > LOG_VERBOSE_DEBUG ? LOG_VERBOSE_DEBUG : v;
+}
 /*
  * Parse the command line (and the file given by --config, applied first).
  * Returns 0, 1 for --help/--version (already printed), or -EINVAL with a

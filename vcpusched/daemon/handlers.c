@@ -201,31 +201,39 @@ managed_cpus(struct daemon_ctx *d, cpu_set_t *set)
             CPU_SET(c, set);
 }
 
-static int
-pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size_t errlen)
+int
+daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                   const char *policy, const struct kv *kv, size_t nkv, char *err, size_t errlen)
 {
     struct policy_cpu cpus[CPUSET_MAX];
-    int hosts[CPUSET_MAX];
     cpu_set_t was;
-    unsigned int n;
     int r;
 
-    /* The codec has parsed and checked req->cpus into req->cpuset. */
-    if (cpuset_to_array(&req->cpuset, hosts, CPUSET_MAX, &n) < 0) {
-        snprintf(err, errlen, "cpus: a pool has at most %d", CPUSET_MAX);
-        return -E2BIG;
-    }
     r = topology_describe(hosts, n, cpus, err, errlen);
     if (r == 0)
         r = daemon_check_pool_cpus(d, hosts, n, err, errlen);
     if (r < 0)
         return r;
     managed_cpus(d, &was);
-    r = sched_pool_create(d->sched, req->name, cpus, n, req->policy[0] ? req->policy : "credit",
-                          req->params, req->nr_params, err, errlen);
+    r = sched_pool_create(d->sched, name, cpus, n, policy, kv, nkv, err, errlen);
     if (r == 0)
         housekeeping_update(d, &was);
     return r;
+}
+
+static int
+pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size_t errlen)
+{
+    int hosts[CPUSET_MAX];
+    unsigned int n;
+
+    /* The codec has parsed and checked req->cpus into req->cpuset. */
+    if (cpuset_to_array(&req->cpuset, hosts, CPUSET_MAX, &n) < 0) {
+        snprintf(err, errlen, "cpus: a pool has at most %d", CPUSET_MAX);
+        return -E2BIG;
+    }
+    return daemon_pool_create(d, req->name, hosts, n, req->policy[0] ? req->policy : "credit",
+                              req->params, req->nr_params, err, errlen);
 }
 
 static int
@@ -322,6 +330,36 @@ daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, ch
     if (CPU_COUNT(&left) == 0) {
         snprintf(err, errlen, "the pool would leave no housekeeping cpu");
         return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * A configured pool's CPU list ("" = every online CPU but 0, the default
+ * pool's) as host CPU numbers.
+ */
+int
+daemon_pool_cpus(const char *list, const cpu_set_t *online, int *cpus, unsigned int *n, char *err,
+                 size_t errlen)
+{
+    struct cpuset set;
+
+    if (list[0] == '\0') {
+        *n = 0;
+        for (int c = 1; c < CPU_SETSIZE && *n < CPUSET_MAX; c++)
+            if (CPU_ISSET(c, online))
+                cpus[(*n)++] = c;
+        if (*n == 0) {
+            snprintf(err, errlen, "one CPU online: nothing can be managed");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (cpulist_parse(list, &set, err, errlen) < 0)
+        return -EINVAL;
+    if (cpuset_to_array(&set, cpus, CPUSET_MAX, n) < 0) {
+        snprintf(err, errlen, "more than %d", CPUSET_MAX);
+        return -E2BIG;
     }
     return 0;
 }

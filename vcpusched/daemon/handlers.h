@@ -50,5 +50,15 @@ int daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req,
 
 int daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
                            size_t errlen);
+/*
+ * Create a pool on host CPUs hosts[0..n) as `vcpuschedctl pool create`
+ * does: refused if it would take the last housekeeping CPU; the
+ * housekeeping set follows.
+ */
+int daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                       const char *policy, const struct kv *kv, size_t nkv, char *err,
+                       size_t errlen);
+int daemon_pool_cpus(const char *list, const cpu_set_t *online, int *cpus, unsigned int *n,
+                     char *err, size_t errlen);
 
 #endif /* VCPUSCHED_HANDLERS_H */

@@ -6,7 +6,9 @@
  * crashed predecessor restored first; the guardian is forked before any
  * thread exists; signals are blocked before the dispatchers start so that
  * only the control loop sees them; every managed thread is given back
- * before the guardian is told to stand down.
+ * before the guardian is told to stand down. SIGHUP re-reads the
+ * configuration (reload.c); a service manager hears of readiness,
+ * reloads and shutdown through notify.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libxml/parser.h>
@@ -31,11 +34,16 @@
 #include "vcpu_resync.h"
 #include "common/log.h"
 #include "host/topology.h"
+#include "notify.h"
+#include "reload.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 
 struct daemon {
     struct config cfg;
+    struct config started; /* as parsed at start, pools defaulted: what reloads compare with */
+    int argc;              /* the command line, parsed again on reload */
+    char **argv;
     struct statefile sf;
     struct guardian guard;
     struct events *ev;
@@ -228,27 +236,25 @@ park_report(const struct cgroup_mounts *m, const struct act_park *park)
         log_info("parking: %s", what);
 }
 
-/* Managed CPUs of every configured pool (default: all online but CPU 0). */
-static int
+/* Managed CPUs of a configured pool (default: all online but CPU 0). */
+static void
 pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
 {
-    struct cpuset set;
     char err[256];
 
-    if (p->cpus[0] == '\0') {
-        *n = 0;
-        for (int c = 1; c < CPU_SETSIZE && *n < CPUSET_MAX; c++)
-            if (CPU_ISSET(c, &d->online))
-                cpus[(*n)++] = c;
-        if (*n == 0)
-            fatalx("pool %s: one CPU online: nothing can be managed", p->name);
-        return 0;
-    }
-    if (cpulist_parse(p->cpus, &set, err, sizeof(err)) < 0)
+    if (daemon_pool_cpus(p->cpus, &d->online, cpus, n, err, sizeof(err)) < 0)
         fatalx("pool %s: cpus: %s", p->name, err);
-    if (cpuset_to_array(&set, cpus, CPUSET_MAX, n) < 0)
-        fatalx("pool %s: cpus: more than %d", p->name, CPUSET_MAX);
-    return 0;
+}
+
+/* No pool configured: the default pool "main". */
+static void
+pools_default(struct config *c)
+{
+    if (c->nr_pools > 0)
+        return;
+    snprintf(c->pools[0].name, sizeof(c->pools[0].name), "main");
+    snprintf(c->pools[0].policy, sizeof(c->pools[0].policy), "credit");
+    c->nr_pools = 1;
 }
 
 static void
@@ -258,11 +264,7 @@ housekeeping_setup(struct daemon *d)
     unsigned int n;
 
     d->ctx.housekeeping = d->online;
-    if (d->cfg.nr_pools == 0)
-        snprintf(d->cfg.pools[d->cfg.nr_pools++].name, sizeof(d->cfg.pools[0].name), "main");
     for (unsigned int i = 0; i < d->cfg.nr_pools; i++) {
-        if (d->cfg.pools[i].policy[0] == '\0')
-            snprintf(d->cfg.pools[i].policy, sizeof(d->cfg.pools[i].policy), "credit");
         pools_cpus(d, &d->cfg.pools[i], cpus, &n);
         for (unsigned int c = 0; c < n; c++)
             CPU_CLR(cpus[c], &d->ctx.housekeeping);
@@ -386,6 +388,59 @@ housekeeping(struct daemon *d)
     guardian_repin(d);
 }
 
+/* Tell a service manager (systemd, Type=notify) how things stand. */
+static void
+daemon_notify(const char *state)
+{
+    char err[256];
+
+    if (notify_send(state, err, sizeof(err)) < 0)
+        log_warnx("%s", err);
+}
+
+/*
+ * SIGHUP: parse the command line again (so the --config file is read
+ * again, then the options override it, as at start) and apply what can
+ * change while running (reload.h). A file that does not parse changes
+ * nothing.
+ */
+static void
+daemon_reload(struct daemon *d)
+{
+    struct config *next = malloc(sizeof(*next));
+    struct reload_result res;
+    struct timespec ts;
+    char msg[128], err[256];
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000);
+    daemon_notify(msg);
+    if (next == NULL) {
+        log_warnx("reload: out of memory: nothing changed");
+    } else if (d->started.config_file[0] == '\0') {
+        log_warnx("reload: started without --config: no file to read again");
+    } else {
+        config_defaults(next);
+        if (getenv("VCPUSCHED_SOCKET") != NULL)
+            snprintf(next->socket, sizeof(next->socket), "%s", getenv("VCPUSCHED_SOCKET"));
+        if (config_parse(next, d->argc, d->argv, err, sizeof(err)) != 0) {
+            log_warnx("reload: %s: nothing changed", err);
+        } else {
+            pools_default(next);
+            reload_apply(&d->ctx, &d->started, next, &d->online, &res);
+            guardian_repin(d); /* new pools took housekeeping CPUs */
+            if (res.refused > 0)
+                log_warnx("reload: %s: %u change(s) applied, %u refused", next->config_file,
+                          res.applied, res.refused);
+            else
+                log_info("reload: %s: %u change(s) applied", next->config_file, res.applied);
+        }
+    }
+    free(next);
+    daemon_notify("READY=1\nSTATUS=running");
+}
+
 /* Returns false when the daemon must stop. */
 static bool
 on_signal(struct daemon *d)
@@ -399,7 +454,7 @@ on_signal(struct daemon *d)
             log_info("signal %u: stopping", si.ssi_signo);
             return false;
         case SIGHUP:
-            log_info("SIGHUP ignored: change pools and parameters with vcpuschedctl");
+            daemon_reload(d);
             break;
         default:
             break; /* SIGCHLD: the guardian is checked by housekeeping */
@@ -527,11 +582,13 @@ daemon_start(struct daemon *d)
     if (vcpu_resync_start(&d->resync, &d->ctx, err, sizeof(err)) < 0)
         log_warnx("%s: hot-plugged vcpus are not picked up", err);
     log_info("ready on %s", d->cfg.socket);
+    daemon_notify("READY=1\nSTATUS=running");
 }
 
 static void
 daemon_stop(struct daemon *d)
 {
+    daemon_notify("STOPPING=1\nSTATUS=giving every managed thread back");
     vcpu_resync_stop(d->resync); /* both call into the core */
     libvirt_watch_stop(d->libvirt);
     control_close(d->ctl);
@@ -584,7 +641,11 @@ main(int argc, char **argv)
         free(d);
         return r < 0 ? 2 : 0;
     }
-    log_init("vcpuschedd", d->cfg.foreground, d->cfg.verbose + 1);
+    pools_default(&d->cfg);
+    d->started = d->cfg;
+    d->argc = argc;
+    d->argv = argv;
+    log_init("vcpuschedd", d->cfg.foreground, config_verbosity(&d->cfg));
     if (geteuid() != 0)
         fatalx("must run as root (it changes other processes' scheduling)");
     daemonize(d);
