@@ -34,6 +34,7 @@ static const struct restart_key {
     RESTART_KEY("rt-runtime-us", rt_runtime_us),
     RESTART_KEY("events", events),
     RESTART_KEY("rt-cgroup", move_rt_cgroup),
+    RESTART_KEY("park", park),
     RESTART_KEY("proc-poll-us", proc_poll_us),
     RESTART_KEY("libvirt", libvirt),
 };
