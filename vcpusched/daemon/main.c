@@ -32,6 +32,7 @@
 #include "libvirt/libvirt_vcpus.h"
 #include "common/log.h"
 #include "host/topology.h"
+#include "metrics_file.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 
@@ -43,6 +44,7 @@ struct daemon {
     struct daemon_ctx ctx;
     struct control *ctl;
     struct libvirt_watch *libvirt;
+    struct metrics_file metrics;
     cpu_set_t online;
     cpu_set_t guard_cpus; /* where the guardian is pinned */
     int sig_fd;
@@ -376,6 +378,7 @@ housekeeping(struct daemon *d)
         guardian_run(d);
     }
     guardian_repin(d);
+    metrics_file_tick(&d->metrics, &d->ctx);
 }
 
 /* Returns false when the daemon must stop. */
@@ -513,6 +516,7 @@ daemon_start(struct daemon *d)
     pools_create(d);
     loop_setup(d);
     libvirt_setup(d);
+    metrics_file_start(&d->metrics, &d->ctx, d->cfg.metrics_file, d->cfg.metrics_period_s);
     log_info("ready on %s", d->cfg.socket);
 }
 
@@ -520,6 +524,7 @@ static void
 daemon_stop(struct daemon *d)
 {
     libvirt_watch_stop(d->libvirt); /* it is a client of the control socket */
+    metrics_file_stop(&d->metrics);
     control_close(d->ctl);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);
@@ -573,6 +578,9 @@ main(int argc, char **argv)
     log_init("vcpuschedd", d->cfg.foreground, d->cfg.verbose + 1);
     if (geteuid() != 0)
         fatalx("must run as root (it changes other processes' scheduling)");
+    if (d->cfg.metrics_file[0] != '\0' &&
+        metrics_file_check(d->cfg.metrics_file, err, sizeof(err)) < 0)
+        fatalx("%s", err);
     daemonize(d);
     daemon_start(d);
     loop_run(d);
