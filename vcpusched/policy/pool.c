@@ -421,6 +421,31 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
 }
 
 int
+pool_dom_params_for(const struct pool_dom *d, const struct policy_ops *ops, const struct kv *kv,
+                    size_t n, struct kv *out, char *err)
+{
+    struct policy_values val;
+    struct kv own[VS_PARAMS_MAX];
+    size_t nown = kvs_view(&d->params, own), k = 0;
+    int r = policy_values_parse(ops->dom_params, kv, n, false, &val, err);
+
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < nown; i++) {
+        bool given = false;
+
+        for (size_t j = 0; j < n && !given; j++)
+            given = strcmp(kv[j].key, own[i].key) == 0;
+        if (!given && policy_param_index(ops->dom_params, own[i].key) >= 0)
+            out[k++] = own[i];
+    }
+    /* Every key is in one schema (parsing refuses duplicates): k + n fits. */
+    for (size_t j = 0; j < n && k < VS_PARAMS_MAX; j++)
+        out[k++] = kv[j];
+    return (int)k;
+}
+
+int
 pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now, char *err)
 {
     const struct policy_param *schema = d ? p->pol.ops->dom_params : p->pol.ops->pool_params;
