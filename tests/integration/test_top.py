@@ -8,7 +8,6 @@ attached domains and their vCPUs with sane numbers, resizing, and q, Ctrl-C
 and SIGTERM all giving the terminal back as it was."""
 
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -99,13 +98,17 @@ def rates_known(screen, name):
     return r is not None and r[4] != "-"
 
 
-def assert_terminal_restored(test, screen):
-    """stty -a after top: line editing and echo back on."""
+def assert_exits(test, term, status):
+    """top exits with `status` and the terminal is as it was: stty -a after
+    it shows line editing and echo back on, and its screen gone."""
+    screen = term.wait(lambda s: "STTY-DONE" in s)
+    test.assertIn(f"TOP-EXIT={status}", screen)
     modes = screen.split()
     test.assertIn("icanon", modes, screen)
     test.assertIn("echo", modes, screen)
     test.assertNotIn("-icanon", modes)
     test.assertNotIn("POOL", modes, "top's screen is still shown")
+    return screen
 
 
 class TopTest(unittest.TestCase):
@@ -325,9 +328,7 @@ class TopTest(unittest.TestCase):
         t.keys("n")
         t.wait(lambda s: "sorted by name" in s)
         t.keys("q")
-        screen = t.wait(lambda s: "STTY-DONE" in s)
-        self.assertIn("TOP-EXIT=0", screen)
-        assert_terminal_restored(self, screen)
+        assert_exits(self, t, 0)
 
     def test_top_leaves_cleanly_on_ctrl_c_and_sigterm(self):
         d = self.daemon()
@@ -335,9 +336,7 @@ class TopTest(unittest.TestCase):
         t = self.term(top_cmd(d.sock))
         t.wait(lambda s: row(s, "hog") is not None)
         t.keys("C-c")
-        screen = t.wait(lambda s: "STTY-DONE" in s)
-        self.assertIn("TOP-EXIT=0", screen)
-        assert_terminal_restored(self, screen)
+        assert_exits(self, t, 0)
         t = self.term(top_cmd(d.sock))
         t.wait(lambda s: row(s, "hog") is not None)
         shell = t.shell_pid()
@@ -345,9 +344,7 @@ class TopTest(unittest.TestCase):
                                               text=True).stdout.split()]
         self.assertEqual(len(top), 1)
         os.kill(top[0], signal.SIGTERM)
-        screen = t.wait(lambda s: "STTY-DONE" in s)
-        self.assertIn("TOP-EXIT=0", screen)
-        assert_terminal_restored(self, screen)
+        assert_exits(self, t, 0)
 
     def test_top_keeps_going_when_the_daemon_goes(self):
         d = self.daemon()
@@ -359,18 +356,14 @@ class TopTest(unittest.TestCase):
         self.assertIn(f"vcpuschedd at {d.sock}: ", screen)
         self.assertIsNotNone(row(screen, "hog"))  # the last sample stays
         t.keys("q")
-        screen = t.wait(lambda s: "STTY-DONE" in s)
-        self.assertIn("TOP-EXIT=0", screen)
-        assert_terminal_restored(self, screen)
+        assert_exits(self, t, 0)
 
     def test_top_without_a_daemon(self):
         sock = "/nonexistent/vcpusched.sock"
         t = self.term(top_cmd(sock))
-        screen = t.wait(lambda s: "STTY-DONE" in s)
+        screen = assert_exits(self, t, 3)
         self.assertIn(f"vcpuschedctl: top: cannot talk to vcpuschedd at {sock}: No such file or "
                       "directory (is it running?)", screen)
-        self.assertIn("TOP-EXIT=3", screen)
-        assert_terminal_restored(self, screen)
         r = subprocess.run([CTL, "--socket", sock, "top", "-b"], capture_output=True, text=True,
                            timeout=10)
         self.assertEqual((r.returncode, r.stdout), (3, ""))

@@ -123,26 +123,21 @@ check_structure(const char *text, enum ctl_metrics_format fmt)
     return samples;
 }
 
-START_TEST(test_golden_openmetrics)
+static const struct {
+    enum ctl_metrics_format fmt;
+    const char *golden;
+} goldens[] = {
+    {CTL_METRICS_OPENMETRICS, "metrics.om"},
+    {CTL_METRICS_PROMETHEUS, "metrics.prom"},
+};
+
+START_TEST(test_golden)
 {
     struct json_object *stats = fixture("metrics-stats.json"), *list = fixture("metrics-list.json");
-    char *text = format_ok(stats, list, CTL_METRICS_OPENMETRICS);
+    char *text = format_ok(stats, list, goldens[_i].fmt);
 
-    ck_assert_int_gt(check_structure(text, CTL_METRICS_OPENMETRICS), 100);
-    golden_compare(CTL_FIXTURE_DIR, "metrics.om", text);
-    free(text);
-    json_object_put(stats);
-    json_object_put(list);
-}
-END_TEST
-
-START_TEST(test_golden_prometheus)
-{
-    struct json_object *stats = fixture("metrics-stats.json"), *list = fixture("metrics-list.json");
-    char *text = format_ok(stats, list, CTL_METRICS_PROMETHEUS);
-
-    ck_assert_int_gt(check_structure(text, CTL_METRICS_PROMETHEUS), 100);
-    golden_compare(CTL_FIXTURE_DIR, "metrics.prom", text);
+    ck_assert_int_gt(check_structure(text, goldens[_i].fmt), 100);
+    golden_compare(CTL_FIXTURE_DIR, goldens[_i].golden, text);
     free(text);
     json_object_put(stats);
     json_object_put(list);
@@ -369,8 +364,7 @@ metrics_suite(void)
     Suite *s = suite_create("ctl_metrics");
     TCase *tc = tcase_create("format");
 
-    tcase_add_test(tc, test_golden_openmetrics);
-    tcase_add_test(tc, test_golden_prometheus);
+    tcase_add_loop_test(tc, test_golden, 0, sizeof(goldens) / sizeof(goldens[0]));
     tcase_add_test(tc, test_formats_share_samples);
     tcase_add_test(tc, test_stats_only);
     tcase_add_test(tc, test_bad_shapes);

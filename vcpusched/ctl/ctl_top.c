@@ -26,6 +26,7 @@
 
 #include <json-c/json.h>
 
+#include "common/clock.h"
 #include "control/ctl_proto.h"
 #include "ctl_fetch.h"
 #include "ctl_top.h"
@@ -120,15 +121,6 @@ ctl_top_parse(struct top_opts *o, int argc, char **argv, char *err, size_t errle
     return 0;
 }
 
-static uint64_t
-mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * A new sample, its rates against the last one, in order. Returns 0; 1
  * if the daemon answered with an error; -errno if it could not be
@@ -144,7 +136,7 @@ sample_take(struct top *t, char *err, size_t errlen)
     r = ctl_fetch_sample(t->path, t->timeout_ms, &stats, &list, &errnum, err, errlen);
     if (r < 0 || errnum != 0)
         return r < 0 ? r : 1;
-    r = top_sample_build(&next, stats, list, mono_ns());
+    r = top_sample_build(&next, stats, list, clock_mono_ns());
     if (r < 0) {
         top_sample_free(&next);
         snprintf(err, errlen, "%s", r == -ENOMEM ? "out of memory" : "unexpected reply shape");
@@ -382,7 +374,7 @@ signals_open(struct top *t)
 static int
 ms_until(uint64_t due)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = clock_mono_ns();
 
     return due > now ? (int)((due - now + 999999) / 1000000) : 0;
 }
@@ -391,7 +383,7 @@ ms_until(uint64_t due)
 static void
 screen_loop(struct top *t)
 {
-    uint64_t period = (uint64_t)(t->o->delay_s * 1e9), due = mono_ns() + period;
+    uint64_t period = (uint64_t)(t->o->delay_s * 1e9), due = clock_mono_ns() + period;
     long frames = 1;
 
     for (;;) {
@@ -419,8 +411,8 @@ screen_loop(struct top *t)
             refresh(t);
             frames++;
             due += period;
-            if (due < mono_ns())
-                due = mono_ns() + period; /* fell behind (stopped, slow daemon) */
+            if (due < clock_mono_ns())
+                due = clock_mono_ns() + period; /* fell behind (stopped, slow daemon) */
         }
     }
 }

@@ -19,21 +19,13 @@
 
 #include <json-c/json.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "control/ctl_metrics.h"
 #include "metrics_file.h"
 
 #define METRICS_FILE_MODE 0644 /* node_exporter runs as its own user; `stats` is public anyway */
 #define METRICS_TMP_SIZE  300  /* the configured path (255), a dot and XXXXXX */
-
-static uint64_t
-mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* DIR/.BASE.XXXXXX for `path`; -ENAMETOOLONG if it does not fit. */
 static int
@@ -168,7 +160,7 @@ metrics_file_start(struct metrics_file *mf, struct daemon_ctx *ctx, const char *
         return;
     snprintf(mf->path, sizeof(mf->path), "%s", path);
     mf->period_ns = (uint64_t)period_s * 1000000000ULL;
-    mf->next_ns = mono_ns() + mf->period_ns;
+    mf->next_ns = clock_mono_ns() + mf->period_ns;
     metrics_now(mf, ctx);
     log_info("metrics file %s: every %u s", mf->path, period_s);
 }
@@ -176,7 +168,7 @@ metrics_file_start(struct metrics_file *mf, struct daemon_ctx *ctx, const char *
 void
 metrics_file_tick(struct metrics_file *mf, struct daemon_ctx *ctx)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = clock_mono_ns();
 
     if (mf->path[0] == '\0' || now < mf->next_ns)
         return;
