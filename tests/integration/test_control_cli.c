@@ -344,7 +344,9 @@ static const struct cli_case cli_cases[] = {
     {{"top", "-n", "0"}, 2, NULL, "top: -n: '0' is not a positive count", NULL},
     {{"top", "-s", "mem"}, 2, NULL, "top: -s: 'mem' is not cpu, name, wakes or pool", NULL},
     {{"top", "-b", "extra"}, 2, NULL, "top: unexpected argument 'extra'", NULL},
-    {{"top", "-n"}, 2, NULL, "top: an option lacks its value", NULL},
+    {{"top", "-n"}, 2, NULL, "top: -n needs a value", NULL},
+    {{"top", "-x"}, 2, NULL, "top: unknown option -x", NULL},
+    {{"top", "--frobnicate"}, 2, NULL, "top: unknown option --frobnicate", NULL},
     {{"--json", "top"}, 2, NULL, "top: no --json", NULL},
 };
 

@@ -17,7 +17,7 @@
 struct json_object;
 
 /*
- * Ask the daemon at `path` for `stats`, then `list`, each within
+ * Ask the daemon at `path` for `stats`, then `list`, both within
  * `timeout_ms`. Returns 0 with *stats and *list set (the caller puts
  * them), or with *errnum > 0 and `err` holding the daemon's message if it
  * answered with an error; -errno with `err` saying why if it could not be

@@ -108,9 +108,14 @@ ctl_top_parse(struct top_opts *o, int argc, char **argv, char *err, size_t errle
         case 'V':
             o->vcpus = false;
             break;
+        case ':':
+            snprintf(err, errlen, "top: %s needs a value", argv[optind - 1]);
+            return -EINVAL;
         default:
-            snprintf(err, errlen, "top: %s",
-                     ch == ':' ? "an option lacks its value" : "bad option");
+            if (optopt != 0)
+                snprintf(err, errlen, "top: unknown option -%c", optopt);
+            else
+                snprintf(err, errlen, "top: unknown option %s", argv[optind - 1]);
             return -EINVAL;
         }
     }
