@@ -18,6 +18,8 @@ pkgs=(
     busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping cpio
     # tools the tests and benchmarks call
     numactl util-linux procps psmisc kmod python3 gnuplot-nox
+    # the operator's view: metrics parsed by a real OpenMetrics parser, top on a real terminal
+    python3-prometheus-client tmux
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -3,7 +3,7 @@
  * test_control_cli.c - the real vcpuschedctl binary against a real control
  * server (control.c) whose handler answers with canned results from
  * the JSON files in tests/fixtures/ctl: its tables are compared with golden files
- * (VCPUSCHED_UPDATE_GOLDEN=1 rewrites them), the request lines it sends
+ * (golden.h; VCPUSCHED_UPDATE_GOLDEN=1 rewrites them), the request lines it sends
  * with what its words mean, and its exit codes with vcpuschedctl(8):
  * 0 ok, 1 error reply, 2 usage, 3 daemon unreachable.
  */
@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "golden.h"
 #include "test_control_lib.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -25,13 +26,7 @@ struct canned {
 static struct json_object *
 fixture(const char *name)
 {
-    char path[512];
-    struct json_object *o;
-
-    snprintf(path, sizeof(path), "%s/%s", CTL_FIXTURE_DIR, name);
-    o = json_object_from_file(path);
-    ck_assert_msg(o != NULL, "fixture %s", path);
-    return o;
+    return fixture_load(CTL_FIXTURE_DIR, name);
 }
 
 /* help.json is a real daemon's `help` reply; one policy is picked as it would. */
@@ -184,33 +179,6 @@ run_ctl(struct run *r, const char *sock, const char *const *args)
     r->status = WEXITSTATUS(status);
 }
 
-static void
-golden_compare(const char *name, const char *got)
-{
-    char path[512], *want;
-    long len;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/%s", CTL_FIXTURE_DIR, name);
-    if (getenv("VCPUSCHED_UPDATE_GOLDEN") != NULL) {
-        f = fopen(path, "w");
-        ck_assert_ptr_nonnull(f);
-        fputs(got, f);
-        fclose(f);
-        return;
-    }
-    f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "golden file %s missing (VCPUSCHED_UPDATE_GOLDEN=1 writes it)", path);
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)len + 1);
-    ck_assert_int_eq(fread(want, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    ck_assert_msg(strcmp(want, got) == 0, "%s differs:\n--- want\n%s--- got\n%s", name, want, got);
-    free(want);
-}
-
 /* --- Cases against the canned server. --- */
 
 struct cli_case {
@@ -355,6 +323,31 @@ static const struct cli_case cli_cases[] = {
     {{"help", "nosuch"}, 1, NULL, "help: no policy 'nosuch'", NULL},
     /* The daemon knows the policies; the CLI links none. */
     {{"help", "rr"}, 0, "help-rr.txt", NULL, NULL},
+    /* Metrics: stats, then list, formatted as one text. */
+    {{"stats", "--openmetrics"}, 0, "stats-openmetrics.txt", NULL, "{\"v\":1,\"cmd\":\"list\"}\n"},
+    {{"stats", "--prometheus"}, 0, "stats-prometheus.txt", NULL, "{\"v\":1,\"cmd\":\"list\"}\n"},
+    {{"list", "--openmetrics"}, 2, NULL, "usage: vcpuschedctl [options] list", NULL},
+    {{"--json", "stats", "--prometheus"},
+     2,
+     NULL,
+     "stats: give one of --json, --openmetrics and --prometheus",
+     NULL},
+    /* top, batch mode: two samples of the same canned results, so every rate is 0. */
+    {{"top", "-b", "-n", "1", "-d", "0.1"},
+     0,
+     "top-batch.txt",
+     NULL,
+     "{\"v\":1,\"cmd\":\"list\"}\n"},
+    {{"top"}, 2, NULL, "top: standard input and output must be a terminal", NULL},
+    {{"top", "-d", "0"}, 2, NULL, "top: -d: '0' is not 0.1..3600 seconds", NULL},
+    {{"top", "-d", "1x"}, 2, NULL, "top: -d: '1x' is not 0.1..3600 seconds", NULL},
+    {{"top", "-n", "0"}, 2, NULL, "top: -n: '0' is not a positive count", NULL},
+    {{"top", "-s", "mem"}, 2, NULL, "top: -s: 'mem' is not cpu, name, wakes or pool", NULL},
+    {{"top", "-b", "extra"}, 2, NULL, "top: unexpected argument 'extra'", NULL},
+    {{"top", "-n"}, 2, NULL, "top: -n needs a value", NULL},
+    {{"top", "-x"}, 2, NULL, "top: unknown option -x", NULL},
+    {{"top", "--frobnicate"}, 2, NULL, "top: unknown option --frobnicate", NULL},
+    {{"--json", "top"}, 2, NULL, "top: no --json", NULL},
 };
 
 static struct canned cn;
@@ -372,7 +365,7 @@ START_TEST(test_cli_case)
     ck_assert_msg(r->status == c->status, "%s ...: exit %d, want %d; stderr: %s",
                   c->args[0] ? c->args[0] : "(none)", r->status, c->status, r->err);
     if (c->golden != NULL)
-        golden_compare(c->golden, r->out);
+        golden_compare(CTL_FIXTURE_DIR, c->golden, r->out);
     else
         ck_assert_msg(r->out[0] == '\0', "unexpected stdout: %s", r->out);
     if (c->err != NULL)
@@ -421,6 +414,8 @@ START_TEST(test_cli_no_daemon)
 {
     static const char *const args[] = {"list", NULL};
     static const char *const over[] = {"--socket", "/nonexistent/vcpusched.sock", "list", NULL};
+    static const char *const top[] = {"top", "-b", NULL};
+    static const char *const metrics[] = {"stats", "--openmetrics", NULL};
     struct run *r = calloc(1, sizeof(*r));
 
     run_ctl(r, "/nonexistent/control.sock", args);
@@ -431,6 +426,16 @@ START_TEST(test_cli_no_daemon)
     run_ctl(r, "/nonexistent/control.sock", over); /* --socket wins over the environment */
     ck_assert_int_eq(r->status, 3);
     ck_assert_ptr_nonnull(strstr(r->err, "/nonexistent/vcpusched.sock"));
+    run_ctl(r, "/nonexistent/control.sock", top);
+    ck_assert_int_eq(r->status, 3);
+    ck_assert_str_eq(r->err, "vcpuschedctl: top: cannot talk to vcpuschedd at "
+                             "/nonexistent/control.sock: No such file or directory (is it "
+                             "running?)\n");
+    ck_assert_str_eq(r->out, "");
+    run_ctl(r, "/nonexistent/control.sock", metrics);
+    ck_assert_int_eq(r->status, 3);
+    ck_assert_ptr_nonnull(strstr(r->err, "vcpuschedctl: stats: cannot talk to vcpuschedd"));
+    ck_assert_str_eq(r->out, "");
     free(r);
 }
 END_TEST
@@ -462,9 +467,16 @@ listen_at(const char *path)
     return fd;
 }
 
+/* Each a command that asks for stats first: plain, metrics, top. */
+static const char *const mute_args[][9] = {
+    {"--timeout", "300", "stats", NULL},
+    {"--timeout", "300", "stats", "--openmetrics", NULL},
+    {"--timeout", "300", "top", "-b", "-n", "1", "-d", "0.1", NULL},
+};
+
 START_TEST(test_cli_mute_and_garbled_daemon)
 {
-    static const char *const args[] = {"--timeout", "300", "stats", NULL};
+    const char *const *args = mute_args[_i];
     struct run *r = calloc(1, sizeof(*r));
     char dir[] = "/tmp/vcpusched-cli-XXXXXX", path[128];
     pthread_t t;
@@ -531,7 +543,7 @@ cli_suite(void)
     tcase_add_loop_test(tc, test_cli_case, 0, NELEM(cli_cases));
     tcase_add_test(tc, test_cli_qmp_relative);
     tcase_add_test(tc, test_cli_no_daemon);
-    tcase_add_test(tc, test_cli_mute_and_garbled_daemon);
+    tcase_add_loop_test(tc, test_cli_mute_and_garbled_daemon, 0, NELEM(mute_args));
     tcase_add_test(tc, test_cli_help);
     suite_add_tcase(s, tc);
     return s;

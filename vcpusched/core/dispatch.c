@@ -58,6 +58,7 @@ lat_add(struct sched_pool_stats *st, uint64_t ns)
     unsigned int b = ns ? 63 - (unsigned int)__builtin_clzll(ns) : 0;
 
     st->lat[b < SCHED_LAT_BUCKETS ? b : SCHED_LAT_BUCKETS - 1]++;
+    st->lat_sum_ns += ns;
 }
 
 /*

@@ -120,6 +120,8 @@ sched_json_list(struct sched *s)
     json_object_array_add(arr, dom_json(d));
     pthread_mutex_unlock(&s->lock);
     json_object_object_add(o, "domains", arr);
+    /* CLOCK_MONOTONIC of the report: clients turn counter deltas into rates. */
+    json_object_object_add(o, "now_ns", json_object_new_int64((int64_t)sched_now()));
     return o;
 }
 
@@ -149,6 +151,17 @@ lat_percentile(const uint64_t *b, double pct)
             return (int64_t)(2ULL << i);
     }
     return 0;
+}
+
+/* The log2 histogram itself: [i] counts latencies in [2^i, 2^(i+1)) ns. */
+static struct json_object *
+lat_hist_json(const uint64_t *b)
+{
+    struct json_object *arr = json_object_new_array();
+
+    for (int i = 0; i < SCHED_LAT_BUCKETS; i++)
+        json_object_array_add(arr, json_object_new_int64((int64_t)b[i]));
+    return arr;
 }
 
 static struct json_object *
@@ -203,6 +216,9 @@ pool_json(struct sched_pool *sp)
                            json_object_new_int64(lat_percentile(sp->st.lat, 50)));
     json_object_object_add(o, "wake_to_mid_p99_ns",
                            json_object_new_int64(lat_percentile(sp->st.lat, 99)));
+    json_object_object_add(o, "wake_to_mid_hist", lat_hist_json(sp->st.lat));
+    json_object_object_add(o, "wake_to_mid_sum_ns",
+                           json_object_new_int64((int64_t)sp->st.lat_sum_ns));
     if (sp->last_error[0] != '\0')
         json_object_object_add(o, "last_error", json_object_new_string(sp->last_error));
     sched_pool_unlock(sp);

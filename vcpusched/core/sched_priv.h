@@ -86,6 +86,7 @@ struct sched_pool_stats {
     uint64_t events;
     uint64_t decisions;              /* dispatcher passes */
     uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
+    uint64_t lat_sum_ns;             /* of every latency in lat[] (a histogram's _sum) */
     uint64_t created_ns;
 };
 

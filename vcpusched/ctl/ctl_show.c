@@ -11,42 +11,24 @@
 
 #include <json-c/json.h>
 
+#include "control/ctl_json.h"
 #include "ctl_columns.h"
 #include "ctl_show.h"
 
 #define SHOW_FIELD_MAX 64 /* a formatted number, time or short name */
 
-static struct json_object *
-jget(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-
-    if (o == NULL || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
-/* A string member, or "" when missing or not a string. */
-static const char *
-jstr(struct json_object *o, const char *key)
-{
-    struct json_object *v = jget(o, key);
-
-    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-}
-
 /* An integer member, or 0 when missing or not an integer. */
 static int64_t
 jint(struct json_object *o, const char *key)
 {
-    struct json_object *v = jget(o, key);
+    int64_t v;
 
-    return v != NULL && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
+    (void)ctl_json_int(o, key, &v);
+    return v;
 }
 
-/* 123ns, 4.50us, 123.46ms, 5.00s: a duration a human can compare at a glance. */
-static const char *
-fmt_ns(char *buf, size_t len, int64_t ns)
+const char *
+ctl_show_ns(char *buf, size_t len, int64_t ns)
 {
     if (ns < 0)
         snprintf(buf, len, "-");
@@ -89,17 +71,17 @@ cell_field(struct ctl_columns *t, struct json_object *o, const char *key)
 {
     char buf[SHOW_FIELD_MAX];
 
-    ctl_columns_cell(t, "%s", fmt_scalar(buf, sizeof(buf), jget(o, key)));
+    ctl_columns_cell(t, "%s", fmt_scalar(buf, sizeof(buf), ctl_json_get(o, key)));
 }
 
 static void
 cell_ns(struct ctl_columns *t, struct json_object *o, const char *key)
 {
-    struct json_object *v = jget(o, key);
+    struct json_object *v = ctl_json_get(o, key);
     char buf[SHOW_FIELD_MAX];
 
     if (v != NULL && json_object_is_type(v, json_type_int))
-        ctl_columns_cell(t, "%s", fmt_ns(buf, sizeof(buf), json_object_get_int64(v)));
+        ctl_columns_cell(t, "%s", ctl_show_ns(buf, sizeof(buf), json_object_get_int64(v)));
     else
         ctl_columns_cell(t, "-");
 }
@@ -110,46 +92,51 @@ int_at(struct json_object *arr, size_t i)
     return json_object_get_int64(json_object_array_get_idx(arr, i));
 }
 
-/* [1,2,3,5] as the kernel writes CPU lists: "1-3,5" (cut at 200 bytes). */
-static void
-cell_cpus(struct ctl_columns *t, struct json_object *arr)
+const char *
+ctl_show_cpus(char *buf, size_t len, struct json_object *arr)
 {
-    char buf[256] = "";
     size_t n = arr != NULL && json_object_is_type(arr, json_type_array)
                    ? json_object_array_length(arr)
                    : 0;
     size_t o = 0;
 
-    for (size_t i = 0; i < n && o < 200; i++) {
+    snprintf(buf, len, "-");
+    for (size_t i = 0; i < n && o + 44 < len; i++) {
         int64_t lo = int_at(arr, i), hi = lo;
 
         while (i + 1 < n && int_at(arr, i + 1) == hi + 1) {
             hi++;
             i++;
         }
-        /* Each piece is under 44 bytes: o stays below sizeof(buf). */
-        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%" PRId64, o > 0 ? "," : "", lo);
+        /* Each piece is under 44 bytes: o stays below len. */
+        o += (size_t)snprintf(buf + o, len - o, "%s%" PRId64, o > 0 ? "," : "", lo);
         if (hi > lo)
-            o += (size_t)snprintf(buf + o, sizeof(buf) - o, "-%" PRId64, hi);
+            o += (size_t)snprintf(buf + o, len - o, "-%" PRId64, hi);
     }
-    ctl_columns_cell(t, "%s", n > 0 ? buf : "-");
+    return buf;
 }
 
-/* {"weight": "256", "credit": 12} as "weight=256 credit=12". */
 static void
-cell_kv(struct ctl_columns *t, struct json_object *obj)
+cell_cpus(struct ctl_columns *t, struct json_object *arr)
+{
+    char buf[256];
+
+    ctl_columns_cell(t, "%s", ctl_show_cpus(buf, sizeof(buf), arr));
+}
+
+char *
+ctl_show_kv(struct json_object *obj)
 {
     char *text = NULL, buf[SHOW_FIELD_MAX];
     size_t len = 0; /* open_memstream's; the text ends at its NUL */
-    FILE *m = open_memstream(&text, &len);
+    FILE *m;
 
-    if (m == NULL || obj == NULL || !json_object_is_type(obj, json_type_object)) {
-        if (m != NULL)
-            fclose(m);
-        free(text);
-        ctl_columns_cell(t, "-");
-        return;
-    }
+    if (obj == NULL || !json_object_is_type(obj, json_type_object) ||
+        json_object_object_length(obj) == 0)
+        return strdup("-");
+    m = open_memstream(&text, &len);
+    if (m == NULL)
+        return NULL;
     json_object_object_foreach(obj, key, val)
     {
         const char *s = json_object_is_type(val, json_type_string)
@@ -158,17 +145,20 @@ cell_kv(struct ctl_columns *t, struct json_object *obj)
 
         fprintf(m, "%s%s=%s", ftell(m) > 0 ? " " : "", key, s);
     }
-    fclose(m);
-    ctl_columns_cell(t, "%s", text != NULL && text[0] != '\0' ? text : "-");
-    free(text);
+    if (fclose(m) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
-static struct json_object *
-jarray(struct json_object *o, const char *key)
+static void
+cell_kv(struct ctl_columns *t, struct json_object *obj)
 {
-    struct json_object *a = jget(o, key);
+    char *text = ctl_show_kv(obj);
 
-    return a != NULL && json_object_is_type(a, json_type_array) ? a : NULL;
+    ctl_columns_cell(t, "%s", text != NULL ? text : "-");
+    free(text);
 }
 
 /* --- list --- */
@@ -180,7 +170,7 @@ jarray(struct json_object *o, const char *key)
 static void
 list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
 {
-    struct json_object *vcpus = jarray(dom, "vcpus");
+    struct json_object *vcpus = ctl_json_array(dom, "vcpus");
     size_t n = vcpus != NULL ? json_object_array_length(vcpus) : 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -198,21 +188,21 @@ list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
         cell_ns(t, v, "run_ns");
         cell_field(t, v, "switches");
         cell_field(t, v, "wakes");
-        cell_kv(t, jget(v, "policy"));
+        cell_kv(t, ctl_json_get(v, "policy"));
     }
 }
 
 static void
 list_dom_row(struct ctl_columns *t, struct json_object *dom)
 {
-    struct json_object *vcpus = jarray(dom, "vcpus");
+    struct json_object *vcpus = ctl_json_array(dom, "vcpus");
 
     ctl_columns_row(t);
     cell_field(t, dom, "name");
     cell_field(t, dom, "source");
     cell_field(t, dom, "pid");
     ctl_columns_cell(t, "%zu", vcpus != NULL ? json_object_array_length(vcpus) : 0);
-    cell_kv(t, jget(dom, "params"));
+    cell_kv(t, ctl_json_get(dom, "params"));
 }
 
 /* One table of vCPUs, then one of domains (source, pid, parameters). */
@@ -241,7 +231,7 @@ show_domains(FILE *f, struct json_object **doms, size_t n)
 int
 ctl_show_list(FILE *f, struct json_object *result)
 {
-    struct json_object *arr = jarray(result, "domains");
+    struct json_object *arr = ctl_json_array(result, "domains");
     struct json_object **doms;
     size_t n;
     int r;
@@ -262,7 +252,8 @@ ctl_show_list(FILE *f, struct json_object *result)
 int
 ctl_show_domain(FILE *f, struct json_object *dom)
 {
-    if (dom == NULL || !json_object_is_type(dom, json_type_object) || jget(dom, "name") == NULL)
+    if (dom == NULL || !json_object_is_type(dom, json_type_object) ||
+        ctl_json_get(dom, "name") == NULL)
         return -EPROTO;
     return show_domains(f, &dom, 1);
 }
@@ -282,7 +273,7 @@ pool_cells(struct ctl_columns *t, struct json_object *p)
     cell_field(t, p, "name");
     cell_field(t, p, "policy");
     cell_field(t, p, "pattern");
-    cell_cpus(t, jget(p, "cpus"));
+    cell_cpus(t, ctl_json_get(p, "cpus"));
     cell_field(t, p, "domains");
     cell_field(t, p, "vcpus");
 }
@@ -308,7 +299,7 @@ stats_header(FILE *f, struct json_object *result)
         first = false;
         if (kl > 3 && strcmp(key + kl - 3, "_ns") == 0 && type == json_type_int)
             fprintf(f, "%.*s %s", (int)(kl - 3), key,
-                    fmt_ns(buf, sizeof(buf), json_object_get_int64(val)));
+                    ctl_show_ns(buf, sizeof(buf), json_object_get_int64(val)));
         else
             fprintf(f, "%s %s", key, fmt_scalar(buf, sizeof(buf), val));
     }
@@ -319,7 +310,7 @@ stats_header(FILE *f, struct json_object *result)
 int
 ctl_show_stats(FILE *f, struct json_object *result)
 {
-    struct json_object *pools = jarray(result, "pools");
+    struct json_object *pools = ctl_json_array(result, "pools");
     struct ctl_columns t;
     size_t n = pools != NULL ? json_object_array_length(pools) : 0;
     int r;
@@ -342,10 +333,11 @@ ctl_show_stats(FILE *f, struct json_object *result)
     r = ctl_columns_print(&t, f, "");
     ctl_columns_free(&t);
     for (size_t i = 0; i < n; i++) {
-        struct json_object *p = json_object_array_get_idx(pools, i), *e = jget(p, "last_error");
+        struct json_object *p = json_object_array_get_idx(pools, i),
+                           *e = ctl_json_get(p, "last_error");
 
         if (e != NULL && json_object_is_type(e, json_type_string))
-            fprintf(f, "pool %s: last error: %s\n", json_object_get_string(jget(p, "name")),
+            fprintf(f, "pool %s: last error: %s\n", json_object_get_string(ctl_json_get(p, "name")),
                     json_object_get_string(e));
     }
     return r;
@@ -354,7 +346,7 @@ ctl_show_stats(FILE *f, struct json_object *result)
 int
 ctl_show_pools(FILE *f, struct json_object *result)
 {
-    struct json_object *pools = jarray(result, "pools");
+    struct json_object *pools = ctl_json_array(result, "pools");
     struct ctl_columns t;
     int r;
 
@@ -365,7 +357,7 @@ ctl_show_pools(FILE *f, struct json_object *result)
         struct json_object *p = json_object_array_get_idx(pools, i);
 
         pool_cells(&t, p);
-        cell_kv(&t, jget(p, "params"));
+        cell_kv(&t, ctl_json_get(p, "params"));
     }
     r = ctl_columns_print(&t, f, "");
     ctl_columns_free(&t);
@@ -378,10 +370,10 @@ ctl_show_pools(FILE *f, struct json_object *result)
 static void
 schema_row(struct ctl_columns *t, struct json_object *p)
 {
-    const char *type = jstr(p, "type");
+    const char *type = ctl_json_str(p, "type");
 
     ctl_columns_row(t);
-    ctl_columns_cell(t, "%s", jstr(p, "name"));
+    ctl_columns_cell(t, "%s", ctl_json_str(p, "name"));
     ctl_columns_cell(t, "%s", type);
     if (strcmp(type, "int") == 0) {
         ctl_columns_cell(t, "%" PRId64 "..%" PRId64, jint(p, "min"), jint(p, "max"));
@@ -393,7 +385,7 @@ schema_row(struct ctl_columns *t, struct json_object *p)
         ctl_columns_cell(t, "1..%" PRId64 " chars", jint(p, "max"));
         ctl_columns_cell(t, "-");
     }
-    ctl_columns_cell(t, "%s", jstr(p, "help"));
+    ctl_columns_cell(t, "%s", ctl_json_str(p, "help"));
 }
 
 static int
@@ -418,7 +410,7 @@ show_schema(FILE *f, const char *what, struct json_object *schema)
 int
 ctl_show_policies(FILE *f, struct json_object *result)
 {
-    struct json_object *all = jarray(result, "policies");
+    struct json_object *all = ctl_json_array(result, "policies");
     int r = 0;
 
     if (all == NULL)
@@ -426,9 +418,10 @@ ctl_show_policies(FILE *f, struct json_object *result)
     for (size_t i = 0; i < json_object_array_length(all); i++) {
         struct json_object *p = json_object_array_get_idx(all, i);
 
-        fprintf(f, "%s%s: %s\n", i > 0 ? "\n" : "", jstr(p, "name"), jstr(p, "summary"));
-        r |= show_schema(f, "pool", jarray(p, "pool_params"));
-        r |= show_schema(f, "domain", jarray(p, "dom_params"));
+        fprintf(f, "%s%s: %s\n", i > 0 ? "\n" : "", ctl_json_str(p, "name"),
+                ctl_json_str(p, "summary"));
+        r |= show_schema(f, "pool", ctl_json_array(p, "pool_params"));
+        r |= show_schema(f, "domain", ctl_json_array(p, "dom_params"));
     }
     return r;
 }

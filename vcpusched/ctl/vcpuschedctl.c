@@ -20,12 +20,11 @@
 
 #include "control/ctl_client.h"
 #include "common/version.h"
+#include "control/ctl_metrics.h"
 #include "control/ctl_proto.h"
+#include "ctl_fetch.h"
 #include "ctl_show.h"
-
-#define EXIT_REPLY       1 /* the daemon answered with an error */
-#define EXIT_USAGE       2 /* the command line is wrong */
-#define EXIT_UNREACHABLE 3 /* no answer: no daemon, no access, timeout, garbage */
+#include "ctl_top.h"
 
 #define CTL_TIMEOUT_MS_DEFAULT 10000 /* attach may wait on a slow QEMU (TCG guests) */
 #define CTL_TIMEOUT_MS_MAX     3600000
@@ -38,6 +37,10 @@ struct ctl_opts {
     int timeout_ms;
     const struct ctl_command *cmd;
     struct ctl_request *req;
+    /* Commands that are not one request (top, stats --openmetrics) run this instead. */
+    int (*run)(struct ctl_opts *o);
+    enum ctl_metrics_format metrics;
+    struct top_opts top;
 };
 
 struct ctl_command {
@@ -58,6 +61,7 @@ static int build_move(struct ctl_opts *, int, char **);
 static int build_none(struct ctl_opts *, int, char **);
 static int build_help(struct ctl_opts *, int, char **);
 static int build_pool_words(struct ctl_opts *, int, char **);
+static int build_top(struct ctl_opts *, int, char **);
 static int show_version(FILE *, struct json_object *);
 
 static const struct ctl_command commands[] = {
@@ -69,7 +73,7 @@ static const struct ctl_command commands[] = {
     {"set", CTL_SET, 0, "NAME key=value ...", build_set, ctl_show_domain},
     {"move", CTL_MOVE, 0, "NAME POOL [key=value ...]", build_move, ctl_show_domain},
     {"list", CTL_LIST, 0, "[--json]", build_none, ctl_show_list},
-    {"stats", CTL_STATS, 0, "[--json]", build_none, ctl_show_stats},
+    {"stats", CTL_STATS, 0, "[--json | --openmetrics | --prometheus]", build_none, ctl_show_stats},
     {"pool list", CTL_POOL, CTL_POOL_LIST, "[--json]", build_none, ctl_show_pools},
     {"pool create", CTL_POOL, CTL_POOL_CREATE, "NAME cpus=LIST policy=NAME [key=value ...]",
      build_pool_words, NULL},
@@ -78,6 +82,7 @@ static const struct ctl_command commands[] = {
     {"pool destroy", CTL_POOL, CTL_POOL_DESTROY, "NAME", build_name, NULL},
     {"version", CTL_VERSION, 0, "", build_none, show_version},
     {"help", CTL_HELP, 0, "[POLICY]", build_help, ctl_show_policies},
+    {"top", CTL_LIST, 0, TOP_USAGE, build_top, NULL},
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -240,6 +245,15 @@ attach_option(struct ctl_opts *o, int ch, char *arg)
     }
 }
 
+static int run_metrics(struct ctl_opts *o);
+
+static void
+metrics_option(struct ctl_opts *o, enum ctl_metrics_format fmt)
+{
+    o->metrics = fmt;
+    o->run = run_metrics;
+}
+
 /*
  * getopt_long over a command's words (options may follow NAME); leaves
  * the positional words in argv[optind..argc).
@@ -255,6 +269,8 @@ command_options(struct ctl_opts *o, int argc, char **argv, bool attach)
     };
     static const struct option plain_opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"openmetrics", no_argument, NULL, 'o'},
+        {"prometheus", no_argument, NULL, 'm'},
         {NULL, 0, NULL, 0},
     };
     int ch, r;
@@ -263,6 +279,8 @@ command_options(struct ctl_opts *o, int argc, char **argv, bool attach)
     while ((ch = getopt_long(argc, argv, "", attach ? attach_opts : plain_opts, NULL)) != -1) {
         if (ch == 'j')
             o->json = true;
+        else if ((ch == 'o' || ch == 'm') && o->cmd->cmd == CTL_STATS)
+            metrics_option(o, ch == 'o' ? CTL_METRICS_OPENMETRICS : CTL_METRICS_PROMETHEUS);
         else if (!attach || ch == '?' || ch == ':')
             return usage_of(o->cmd);
         else if ((r = attach_option(o, ch, optarg)) != 0)
@@ -379,6 +397,24 @@ build_pool_words(struct ctl_opts *o, int argc, char **argv)
     return r != 0 ? r : add_params(o, argc - optind - 1, argv + optind + 1, take_pool_word);
 }
 
+static int run_top(struct ctl_opts *o);
+
+/* top [-b] [-n N] [-d SECONDS] [-s KEY] [--no-vcpus]: ctl_top.c */
+static int
+build_top(struct ctl_opts *o, int argc, char **argv)
+{
+    char err[CTL_ERRLEN];
+
+    if (o->json)
+        return bad("top: no --json (list --json or stats --openmetrics give the numbers)");
+    if (ctl_top_parse(&o->top, argc, argv, err, sizeof(err)) < 0) {
+        bad("%s", err);
+        return usage_of(o->cmd);
+    }
+    o->run = run_top;
+    return 0;
+}
+
 /* --- Talking to the daemon. --- */
 
 static int
@@ -460,18 +496,43 @@ run(struct ctl_opts *o)
     ctl_client_close(&cl);
     free(line);
     subject(o->req, what, sizeof(what));
-    if (r < 0) {
-        fprintf(stderr, "vcpuschedctl: %s: cannot talk to vcpuschedd at %s: %s%s\n", what, path,
-                err, r == -ENOENT || r == -ECONNREFUSED ? " (is it running?)" : "");
-        return EXIT_UNREACHABLE;
-    }
-    if (errnum != 0) {
-        fprintf(stderr, "vcpuschedctl: %s: %s\n", what, err);
-        return EXIT_REPLY;
-    }
+    if (r < 0 || errnum != 0)
+        return ctl_fetch_report(what, path, r, err);
     r = result_print(o, result);
     json_object_put(result);
     return r;
+}
+
+/* stats --openmetrics | --prometheus: `stats` and `list` as metrics (ctl_metrics.c). */
+static int
+run_metrics(struct ctl_opts *o)
+{
+    const char *path = ctl_client_socket_path(o->socket);
+    struct json_object *stats, *list;
+    char err[CTL_ERRLEN];
+    int errnum, r;
+
+    if (o->json)
+        return bad("stats: give one of --json, --openmetrics and --prometheus");
+    r = ctl_fetch_sample(path, o->timeout_ms, &stats, &list, &errnum, err, sizeof(err));
+    if (r < 0 || errnum != 0)
+        return ctl_fetch_report("stats", path, r, err);
+    r = ctl_metrics_write(stdout, stats, list, o->metrics);
+    json_object_put(stats);
+    json_object_put(list);
+    if (r == 0 && fflush(stdout) != 0)
+        r = -errno;
+    if (r < 0) {
+        fprintf(stderr, "vcpuschedctl: stats: %s\n", strerror(-r));
+        return EXIT_REPLY;
+    }
+    return 0;
+}
+
+static int
+run_top(struct ctl_opts *o)
+{
+    return ctl_top_run(&o->top, ctl_client_socket_path(o->socket), o->timeout_ms);
 }
 
 /* --- Main. --- */
@@ -560,7 +621,7 @@ main(int argc, char **argv)
     o.req->pool_op = o.cmd->pool_op;
     r = o.cmd->build(&o, argc - words + 1, argv + words - 1);
     if (r == 0)
-        r = run(&o);
+        r = o.run != NULL ? o.run(&o) : run(&o);
     free(o.req);
     return r;
 }

@@ -32,6 +32,7 @@ config_defaults(struct config *c)
     c->park = CGROUP_WANT_AUTO;
     c->proc_poll_us = 1000; /* the fallback's resolution: one scan per ms */
     snprintf(c->libvirt, sizeof(c->libvirt), "qemu:///system");
+    c->metrics_period_s = 10;
 }
 
 static int
@@ -223,6 +224,17 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     }
     if (strcmp(key, "pool") == 0)
         return set_pool_line(c, val, err, errlen);
+    if (strcmp(key, "metrics-file") == 0 && (val[0] != '/' || val[strlen(val) - 1] == '/')) {
+        snprintf(err, errlen, "%s: '%s' is not an absolute path to a file", key, val);
+        return -EINVAL;
+    }
+    if (strcmp(key, "metrics-file") == 0)
+        return copy(key, c->metrics_file, sizeof(c->metrics_file), val, err, errlen);
+    if (strcmp(key, "metrics-period") == 0) {
+        r = parse_long(key, val, 1, 3600, &x, err, errlen);
+        c->metrics_period_s = r == 0 ? (unsigned int)x : c->metrics_period_s;
+        return r;
+    }
     snprintf(err, errlen, "unknown setting '%s'", key);
     return -EINVAL;
 }
@@ -267,7 +279,8 @@ config_usage(const char *prog)
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
             "          [--rt-cgroup move|fail] [--park auto|v1|v2] [--proc-poll-us N]\n"
-            "          [--pidfile PATH] [--libvirt URI|none] [--log-level warning|info|debug]\n",
+            "          [--pidfile PATH] [--libvirt URI|none] [--log-level warning|info|debug]\n"
+            "          [--metrics-file PATH] [--metrics-period SECONDS]\n",
             prog);
 }
 
@@ -297,6 +310,8 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"proc-poll-us", required_argument, NULL, 1},
         {"libvirt", required_argument, NULL, 1},
         {"log-level", required_argument, NULL, 1},
+        {"metrics-file", required_argument, NULL, 1},
+        {"metrics-period", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},
     };
     int o, idx, r;

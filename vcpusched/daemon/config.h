@@ -43,7 +43,9 @@ struct config {
     bool move_rt_cgroup;
     enum cgroup_want park; /* how caps park threads: auto, v1 or v2 */
     uint64_t proc_poll_us;
-    char libvirt[256]; /* URI the libvirt watcher follows; "none": no watcher */
+    char libvirt[256];             /* URI the libvirt watcher follows; "none": no watcher */
+    char metrics_file[256];        /* node_exporter textfile ("": none), docs/metrics.md */
+    unsigned int metrics_period_s; /* how often it is rewritten */
     struct config_pool pools[CONFIG_MAX_POOLS];
     unsigned int nr_pools;
 };

@@ -36,6 +36,7 @@
 #include "host/topology.h"
 #include "notify.h"
 #include "reload.h"
+#include "metrics_file.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 
@@ -51,6 +52,7 @@ struct daemon {
     struct control *ctl;
     struct libvirt_watch *libvirt;
     struct vcpu_resync *resync;
+    struct metrics_file metrics;
     cpu_set_t online;
     cpu_set_t guard_cpus; /* where the guardian is pinned */
     int sig_fd;
@@ -386,6 +388,7 @@ housekeeping(struct daemon *d)
         guardian_run(d);
     }
     guardian_repin(d);
+    metrics_file_tick(&d->metrics, &d->ctx);
 }
 
 /* Tell a service manager (systemd, Type=notify) how things stand. */
@@ -581,6 +584,7 @@ daemon_start(struct daemon *d)
     libvirt_setup(d);
     if (vcpu_resync_start(&d->resync, &d->ctx, err, sizeof(err)) < 0)
         log_warnx("%s: hot-plugged vcpus are not picked up", err);
+    metrics_file_start(&d->metrics, &d->ctx, d->cfg.metrics_file, d->cfg.metrics_period_s);
     log_info("ready on %s", d->cfg.socket);
     daemon_notify("READY=1\nSTATUS=running");
 }
@@ -591,6 +595,7 @@ daemon_stop(struct daemon *d)
     daemon_notify("STOPPING=1\nSTATUS=giving every managed thread back");
     vcpu_resync_stop(d->resync); /* both call into the core */
     libvirt_watch_stop(d->libvirt);
+    metrics_file_stop(&d->metrics);
     control_close(d->ctl);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);
@@ -648,6 +653,9 @@ main(int argc, char **argv)
     log_init("vcpuschedd", d->cfg.foreground, config_verbosity(&d->cfg));
     if (geteuid() != 0)
         fatalx("must run as root (it changes other processes' scheduling)");
+    if (d->cfg.metrics_file[0] != '\0' &&
+        metrics_file_check(d->cfg.metrics_file, err, sizeof(err)) < 0)
+        fatalx("%s", err);
     daemonize(d);
     daemon_start(d);
     loop_run(d);

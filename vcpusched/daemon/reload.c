@@ -37,6 +37,8 @@ static const struct restart_key {
     RESTART_KEY("park", park),
     RESTART_KEY("proc-poll-us", proc_poll_us),
     RESTART_KEY("libvirt", libvirt),
+    RESTART_KEY("metrics-file", metrics_file),
+    RESTART_KEY("metrics-period", metrics_period_s),
 };
 
 static void
