@@ -97,8 +97,9 @@ END_TEST
 
 /*
  * Gaps: a periodic foreground sleeper (every 10 ms, 1 ms of CPU) runs at
- * once on each wake; the two background hogs get all the rest, evenly,
- * and the CPU never enters batch mode (10 ms of idleness < beta).
+ * once on each wake; the two background hogs get all the rest, evenly
+ * (a gap each in turn), and the CPU never enters batch mode (10 ms of
+ * idleness < beta).
  */
 START_TEST(test_gaps_go_to_background)
 {
@@ -123,7 +124,7 @@ START_TEST(test_gaps_go_to_background)
     ck_assert_msg(b0 > 0.44 && b1 > 0.44, "%s: %.4f / %.4f", pols[_i].policy, b0, b1);
     ck_assert_uint_eq(s.pool.cls.stats.batch_enters, 0);
     ck_assert_uint_eq(s.pool.cls.stats.alpha_slices, 0);
-    ck_assert_uint_gt(s.pool.cls.stats.gap_slices, 1000);
+    ck_assert_uint_eq(s.pool.cls.stats.gap_slices, 210); /* one turn per 9 ms gap, 2.1 s */
     sim_fini(&s);
 }
 END_TEST
@@ -534,6 +535,128 @@ START_TEST(test_inactive_after_last_leaves)
 }
 END_TEST
 
+/* --- random scenarios: the layer's invariants after every step --- */
+
+/* Recount everything from the vCPUs and compare with the layer's state. */
+static void
+check_invariants(struct sim *s, const char *when)
+{
+    struct pool *p = &s->pool;
+    struct pool_dom *d;
+    unsigned int demand[CPUSET_MAX] = {0}, ready[CPUSET_MAX] = {0}, held[CPUSET_MAX] = {0};
+    unsigned int nbg = 0;
+
+    TAILQ_FOREACH(d, &p->doms, link)
+    {
+        nbg += d->background;
+        for (unsigned int i = 0; i < d->nr_vcpus; i++) {
+            struct pool_vcpu *v = &d->vcpus[i];
+
+            ck_assert_msg(v->cls.bg == d->background, "%s: %s/%u class", when, d->name, i);
+            if (!bgclass_active(&p->cls)) {
+                ck_assert_msg(!v->cls.held, "%s: held while inactive", when);
+                ck_assert(v->pv->runnable == v->runnable);
+                continue;
+            }
+            if (!v->cls.bg) {
+                ck_assert(v->pv->runnable == v->runnable);
+                demand[v->pv->cpu] += v->runnable;
+                ready[v->pv->cpu] += v->runnable && !v->pv->parked;
+            } else if (v->cls.held) {
+                ck_assert_msg(v->runnable && !v->pv->runnable, "%s: held %s/%u", when, d->name, i);
+                ck_assert_uint_eq(v->cls.home, v->pv->cpu);
+                ck_assert_msg(p->cls.cpu[v->pv->cpu].mode == BGCLASS_NORMAL, "%s: held in batch",
+                              when);
+                held[v->pv->cpu]++;
+            } else {
+                ck_assert(v->pv->runnable == v->runnable);
+                ck_assert_msg(!v->runnable || p->cls.cpu[v->pv->cpu].mode == BGCLASS_BATCH,
+                              "%s: %s/%u visible on a normal CPU", when, d->name, i);
+            }
+        }
+    }
+    ck_assert_uint_eq(nbg, p->cls.nr_bg_doms);
+    for (unsigned int c = 0; bgclass_active(&p->cls) && c < p->nr_cpus; c++) {
+        const struct bgclass_cpu *lc = &p->cls.cpu[c];
+        const struct pool_vcpu *v;
+        unsigned int n = 0;
+
+        TAILQ_FOREACH(v, &lc->held, cls.link)
+        n++;
+        ck_assert_msg(lc->fg_demand == demand[c] && lc->fg_ready == ready[c],
+                      "%s: cpu %u demand %u/%u ready %u/%u", when, c, lc->fg_demand, demand[c],
+                      lc->fg_ready, ready[c]);
+        ck_assert_msg(lc->nr_held == held[c] && n == held[c], "%s: cpu %u held %u/%u/%u", when, c,
+                      lc->nr_held, n, held[c]);
+        ck_assert_msg(lc->mode == BGCLASS_NORMAL || lc->fg_demand == 0,
+                      "%s: cpu %u in batch mode with foreground demand", when, c);
+    }
+}
+
+static uint32_t
+rnd(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+START_TEST(test_random_scenarios)
+{
+    static const char *const names[] = {"a", "b", "c", "d", "e", "f"};
+    char err[POLICY_ERRLEN], when[64];
+    uint32_t x = 0x9e3779b9u * (uint32_t)(_i + 1);
+    struct sim s;
+    int p = (int)(rnd(&x) % NPOLS);
+    unsigned int ncpu = 1 + rnd(&x) % 3;
+
+    sim_start(&s, pols[p].policy, ncpu, strcmp(pols[p].policy, "table") ? NULL : "table=a,b,c,d");
+    for (int step = 0; step < 120; step++) {
+        const char *name = names[rnd(&x) % 6];
+        struct pool_dom *d = pool_dom_find(&s.pool, name);
+        unsigned int what = rnd(&x) % 10;
+
+        snprintf(when, sizeof(when), "seed %d step %d op %u", _i, step, what);
+        if (d == NULL && what < 6) {
+            struct sim_demand dem[] = {sim_busy(), sim_duty(MS(2), MS(5)),
+                                       sim_periodic(MS(10), MS(1), MS(rnd(&x) % 10)), sim_manual()};
+            const char *cls = rnd(&x) % 2 ? "class=background" : NULL;
+
+            sim_add_ok(&s, name, 1 + rnd(&x) % 3, dem[rnd(&x) % 4], cls);
+        } else if (d != NULL && what == 0) {
+            sim_dom_remove(&s, d);
+        } else if (d != NULL && what <= 3) {
+            ck_assert_int_eq(
+                sim_set(&s, d, rnd(&x) % 2 ? "class=background" : "class=foreground", err), 0);
+        } else if (d != NULL && what == 4) {
+            struct sim_vcpu *v = sim_vcpu(d, rnd(&x) % d->nr_vcpus);
+
+            if (v->demand.kind == SIM_MANUAL)
+                (rnd(&x) % 2 ? sim_wake : sim_sleep)(&s, v);
+        } else if (what == 5) {
+            int q = (int)(rnd(&x) % NPOLS);
+
+            ck_assert_int_eq(sim_switch(&s, pols[q].policy,
+                                        strcmp(pols[q].policy, "table") ? NULL : "table=a,b,c,d",
+                                        err),
+                             0);
+        } else if (what == 6) {
+            ck_assert_int_eq(sim_set(&s, NULL,
+                                     rnd(&x) % 2 ? "bg_alpha_ms=20 bg_beta_ms=30 bg_slice_us=500"
+                                                 : "bg_alpha_ms=200 bg_beta_ms=500",
+                                     err),
+                             0);
+        }
+        check_invariants(&s, when);
+        sim_run(&s, MS(rnd(&x) % 80));
+        check_invariants(&s, when);
+        ck_assert_msg(sim_violations(&s) == 0, "%s: %s", when, s.pool.last_violation);
+    }
+    sim_fini(&s);
+}
+END_TEST
+
 static Suite *
 bgclass_suite(void)
 {
@@ -554,6 +677,7 @@ bgclass_suite(void)
     tcase_add_test(tc, test_bad_parameters_change_nothing);
     tcase_add_test(tc, test_params_shown);
     tcase_add_loop_test(tc, test_inactive_after_last_leaves, 0, NPOLS);
+    tcase_add_loop_test(tc, test_random_scenarios, 0, 60);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,7 +12,7 @@
  *   background ones were absent. When the policy leaves the CPU idle and
  *   no foreground vCPU of the CPU is ready (runnable, not parked), the
  *   layer gives the time to the held vCPUs itself: a "gap" slice, to the
- *   one that has waited longest, rotating every `bg_slice_us` while
+ *   one that has waited longest, in turns of ten `bg_slice_us` while
  *   several wait; any pick request (a foreground wake tickles) ends it.
  *   And so that background work never starves, the CPU releases one
  *   slice of `bg_slice_us` to a held vCPU once it has waited
@@ -84,6 +84,14 @@
 #define BGCLASS_DEFAULT_ALPHA_MS 200
 #define BGCLASS_DEFAULT_BETA_MS  500
 #define BGCLASS_DEFAULT_SLICE_US 1000
+/*
+ * Held vCPUs take turns in a gap this many slices at a time. Gaps are
+ * time foreground vCPUs do not want: turns need not be fine, and each
+ * costs a decision (a dispatcher pass, ~16 us on the test host), so ten
+ * slices keep two background hogs next to a 10 ms sleeper at one turn
+ * per gap, the longest waiting first.
+ */
+#define BGCLASS_GAP_SLICES 10
 
 enum {
     BG_P_ALPHA_MS,
@@ -100,10 +108,23 @@ static const struct policy_param bgclass_params[] = {
     {NULL, 0, 0, 0, 0, NULL},
 };
 
+/* For `help` only: the value is checked by bgclass_dom_parse. */
+static const struct policy_param bgclass_dparams[] = {
+    {BGCLASS_KEY, POLICY_PARAM_STR, 0, 10, 0,
+     "foreground (default) or background: held while foreground vCPUs want the CPU"},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
 const struct policy_param *
 bgclass_pool_params(void)
 {
     return bgclass_params;
+}
+
+const struct policy_param *
+bgclass_dom_params(void)
+{
+    return bgclass_dparams;
 }
 
 /* --- parameters -------------------------------------------------------- */
@@ -279,7 +300,7 @@ rearm(struct pool *p, unsigned int cpu, uint64_t now)
     if (lc->mode != BGCLASS_NORMAL || lc->nr_held == 0)
         return;
     if (lc->unit == BGCLASS_UNIT_GAP && lc->nr_held > 1)
-        need = now + cls->slice_ns;
+        need = now + BGCLASS_GAP_SLICES * cls->slice_ns;
     else if (lc->unit == BGCLASS_UNIT_NONE)
         need = alpha_due(cls, lc);
     need = min_u64(need, batch_at(cls, lc));
@@ -758,11 +779,11 @@ decide(struct pool *p, unsigned int cpu, uint64_t now, struct pool_vcpu *a, uint
         if (prev_kind == BGCLASS_UNIT_GAP && prev != NULL && prev->cls.held &&
             prev->cls.home == cpu && !prev->pv->parked && now < prev_end) {
             bg = prev; /* the same gap slice goes on */
-            end = more ? min_u64(prev_end, now + cls->slice_ns) : prev_end;
+            end = more ? min_u64(prev_end, now + BGCLASS_GAP_SLICES * cls->slice_ns) : prev_end;
             lc->unit = BGCLASS_UNIT_GAP;
             lc->unit_end = end;
         } else {
-            end = more ? now + cls->slice_ns : POLICY_NEVER;
+            end = more ? now + BGCLASS_GAP_SLICES * cls->slice_ns : POLICY_NEVER;
             unit_start(p, cpu, bg, BGCLASS_UNIT_GAP, end);
         }
         out->vcpu = bg->pv;
@@ -822,9 +843,15 @@ pick(struct pool *p, unsigned int cpu, uint64_t now, struct policy_decision *raw
         }
     }
     lc->pick_pending = false;
-    bad = ask_policy(p, cpu, now, raw);
-    if (bad != NULL)
-        return bad;
+    for (;;) {
+        bad = ask_policy(p, cpu, now, raw);
+        if (bad != NULL)
+            return bad;
+        /* It may have moved background work here, after beta of idleness. */
+        if (lc->mode != BGCLASS_NORMAL || now < batch_at(cls, lc))
+            break;
+        enter_batch(p, cpu, now);
+    }
     decide(p, cpu, now, lc->pol_cur, lc->pol_until, cur, unit, unit_end, out);
     return NULL;
 }

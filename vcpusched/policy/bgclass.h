@@ -75,8 +75,9 @@ struct bgclass {
     struct bgclass_stats stats;
 };
 
-/* The pool parameters of the layer (every policy accepts them). */
+/* The layer's pool and domain parameters (every policy accepts them), for `help`. */
 const struct policy_param *bgclass_pool_params(void);
+const struct policy_param *bgclass_dom_params(void);
 
 static inline bool
 bgclass_active(const struct bgclass *cls)
