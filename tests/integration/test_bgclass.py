@@ -25,39 +25,12 @@ import time
 import unittest
 
 import vstest
-from vstest import Busy, Daemon
 
 WINDOW_S = 4.0
 BETA_MS = 500
 
 
-class BackgroundClassTest(unittest.TestCase):
-    def setUp(self):
-        vstest.pin_self_to_housekeeping()
-        self.procs, self.daemons = [], []
-
-    def tearDown(self):
-        for d in self.daemons:
-            d.cleanup()
-        for p in self.procs:
-            p.stop()
-
-    def daemon(self, policy, *params):
-        args = ["--rt-runtime-us", "-1"]
-        for p in params:
-            args += ["--pool-param", p]
-        d = Daemon(*args, policy=policy).start()
-        self.daemons.append(d)
-        return d
-
-    def spawn(self, *a, **kw):
-        p = Busy(*a, **kw)
-        self.procs.append(p)
-        return p
-
-    def attach(self, d, name, p, *params):
-        d.ctl("attach", name, "--pid", str(p.pid), *params)
-
+class BackgroundClassTest(vstest.DaemonTestCase):
     def latencies(self, path, start):
         """Sleeper latencies (us) logged since line `start`, the first 20 dropped."""
         with open(path) as f:
