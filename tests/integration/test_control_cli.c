@@ -108,6 +108,15 @@ canned_handler(void *ctx, const struct ctl_request *req, const struct control_pe
         return 0;
     case CTL_HELP:
         return canned_help(req->policy, result, err, errlen);
+    case CTL_MOVE:
+        if (strcmp(req->pool, "nope") == 0) {
+            snprintf(err, errlen, "no pool %s", req->pool);
+            return -ENOENT;
+        }
+        *result = fixture("domain.json");
+        return 0;
+    case CTL_HOOK:
+        return -ENOSYS;
     }
     return -ENOSYS;
 }
@@ -262,6 +271,17 @@ static const struct cli_case cli_cases[] = {
      NULL,
      NULL,
      "{\"v\":1,\"cmd\":\"detach\",\"args\":{\"name\":\"web1\"}}\n"},
+    {{"move", "web1", "p2", "weight=128"},
+     0,
+     "attach.txt",
+     NULL,
+     "{\"v\":1,\"cmd\":\"move\",\"args\":{\"name\":\"web1\",\"pool\":\"p2\",\"params\":{"
+     "\"weight\":\"128\"}}}\n"},
+    {{"move", "web1", "p2"},
+     0,
+     "attach.txt",
+     NULL,
+     "{\"v\":1,\"cmd\":\"move\",\"args\":{\"name\":\"web1\",\"pool\":\"p2\"}}\n"},
     {{"--json", "detach", "web1"}, 0, "empty-json.txt", NULL, NULL},
     {{"pool", "create", "p2", "cpus=2-3", "policy=credit2", "ratelimit_us=500"},
      0,
@@ -293,6 +313,8 @@ static const struct cli_case cli_cases[] = {
      "vcpuschedctl: set web1: weight: 0 is out of range [1, 65535]\n",
      NULL},
     {{"detach", "ghost"}, 1, NULL, "vcpuschedctl: detach ghost: ghost: not attached\n", NULL},
+    {{"move", "web1", "nope"}, 1, NULL, "vcpuschedctl: move web1: no pool nope\n", NULL},
+    {{"move", "web1"}, 2, NULL, "usage: vcpuschedctl [options] move NAME POOL", NULL},
     /* Exit 2: the command line is wrong; nothing is sent. */
     {{NULL}, 2, NULL, "usage: vcpuschedctl", NULL},
     {{"frobnicate"}, 2, NULL, "unknown command 'frobnicate'", NULL},

@@ -3,6 +3,7 @@
 shares under rr and table, wake elevation through events, attach by QMP,
 bad input, and never stranding a thread (SIGTERM, kill -9, restart)."""
 
+import json
 import os
 import shutil
 import signal
@@ -542,6 +543,70 @@ class DaemonTest(unittest.TestCase):
         r = d.ctl("help", "nosuch", check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("no policy 'nosuch'", r.stderr)
+
+    # --- moving a domain between pools ----------------------------------------
+
+    @staticmethod
+    def placement(d, procs):
+        """What a move may change: each domain's pool, policy, parameters and
+        vCPU threads with their CPUs, and each thread's policy and affinity."""
+        doms = sorted((x["name"], x["pool"], x["policy"], sorted(x["params"].items()),
+                       [(v["tid"], v["cpu"]) for v in x["vcpus"]])
+                      for x in d.json("list")["domains"])
+        return doms, [(vstest.is_fifo(p.tid), os.sched_getaffinity(p.tid)) for p in procs]
+
+    def assert_move_refused(self, d, procs, args, why):
+        before = self.placement(d, procs)
+        r = d.ctl("move", *args, check=False)
+        self.assertEqual(r.returncode, 1, f"move {args}: {r.stdout}")
+        self.assertIn(why, r.stderr)
+        self.assertEqual(self.placement(d, procs), before, f"move {args} changed something")
+
+    def test_move_refused_changes_nothing(self):
+        """A move to an unknown pool, to the pool the domain is in, or of a
+        domain that is not attached is refused with the reason and changes
+        nothing (the two-pool refusals: test_move_between_pools and the
+        core-level integration.move)."""
+        d = self.daemon(policy="credit")
+        hogs = self.busy(2)
+        d.ctl("attach", "hog0", "--pid", str(hogs[0].pid), "weight=512")
+        d.ctl("attach", "hog1", "--pid", str(hogs[1].pid))
+        self.assert_move_refused(d, hogs, ("hog0", "nope"), "no pool nope")
+        self.assert_move_refused(d, hogs, ("hog0", "main", "weight=0"),
+                                 "domain hog0 is in pool main already")
+        self.assert_move_refused(d, hogs, ("ghost", "main"), "domain ghost is not attached")
+        self.assert_managed(hogs)
+
+    @unittest.skipIf(os.cpu_count() < 3, "two pools need 3 CPUs (housekeeping, 2 pools)")
+    def test_move_between_pools(self):
+        """Refused moves (a parameter the new policy refuses, a cgroup cpuset
+        without the new pool's CPUs) change nothing; a move carries the
+        parameters the new policy knows and re-pins the threads."""
+        d = self.daemon(policy="credit")
+        d.ctl("pool", "create", "p2", "cpus=2", "policy=credit2")
+        hogs = self.busy(2)
+        d.ctl("attach", "hog0", "--pid", str(hogs[0].pid), "weight=512")
+        d.ctl("attach", "hog1", "--pid", str(hogs[1].pid))
+        self.assert_move_refused(d, hogs, ("hog0", "p2", "weight=0"), "weight")
+        self.assert_move_refused(d, hogs, ("hog0", "p2", "slice_us=5"), "slice_us")
+        cg = f"/sys/fs/cgroup/cpuset/vcpusched-test-{os.getpid()}"
+        os.mkdir(cg)
+        try:
+            vstest.write(f"{cg}/cpuset.mems", vstest.read("/sys/fs/cgroup/cpuset/cpuset.mems"))
+            vstest.write(f"{cg}/cpuset.cpus", f"{vstest.HOUSEKEEPING_CPU},{MANAGED_CPU}")
+            vstest.write(f"{cg}/tasks", str(hogs[0].tid))
+            self.assert_move_refused(d, hogs, ("hog0", "p2"), "its cgroup cpuset")
+        finally:
+            vstest.write("/sys/fs/cgroup/cpuset/tasks", str(hogs[0].tid))
+            os.rmdir(cg)
+        dom = json.loads(d.ctl("--json", "move", "hog0", "p2").stdout)
+        self.assertEqual((dom["pool"], dom["policy"], dom["params"]["weight"]),
+                         ("p2", "credit2", "512"))
+        self.assertTrue(vstest.is_fifo(hogs[0].tid))
+        self.assertEqual(os.sched_getaffinity(hogs[0].tid), {2})
+        self.assert_managed(hogs[1:])
+        d.ctl("move", "hog0", "main")
+        self.assert_managed(hogs)
 
     def test_bad_requests_change_nothing(self):
         d = self.daemon(policy="rr")

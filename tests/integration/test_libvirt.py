@@ -182,8 +182,9 @@ class LibvirtTest(unittest.TestCase):
     def test_a_hook_attaches_opted_in_domain(self):
         self.create("vs-lv-on", "policy=credit weight=256")
         self.create("vs-lv-off")
-        # The hook ran inside `virsh create` (started begin): attached by tids.
-        self.assert_attached_like_status("vs-lv-on", "tids")
+        # The hook ran inside `virsh create` (started begin): its one message
+        # made the daemon read the status file and attach.
+        self.assert_attached_like_status("vs-lv-on", "libvirt")
         self.assertEqual(self.domain("vs-lv-on")["params"]["weight"], "256")
         self.assertIsNone(self.domain("vs-lv-off"))
         _, off = self.status_vcpus("vs-lv-off")
@@ -216,10 +217,28 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, f"not foreground again within {APPLY_S} s: {dom}")
         self.assertEqual(self.daemon.json("stats")["pools"][0]["bg_domains"], 0)
 
+    @unittest.skipIf(os.cpu_count() < 3, "a second pool needs a third CPU")
+    def test_b2_metadata_moves_domain_between_pools(self):
+        self.daemon.ctl("pool", "create", "p2", "cpus=2", "policy=credit2")
+        try:
+            self.set_meta('<sched pool="p2" cap="50"/>')
+            t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["pool"] == "p2")
+            self.assertIsNotNone(t, f"not moved to p2: {dom}")
+            self.assertEqual((dom["policy"], dom["params"]["weight"], dom["params"]["cap"]),
+                             ("credit2", "512", "50"))  # weight carried, cap given
+            self.assertEqual(len(dom["vcpus"]), 2)
+            self.set_meta('<sched pool="main" policy="credit" weight="512"/>')
+            t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["pool"] == "main")
+            self.assertIsNotNone(t, f"not moved back: {dom}")
+        finally:
+            self.daemon.ctl("pool", "destroy", "p2", check=False)
+
     def test_c_invalid_metadata_changes_nothing(self):
         cases = [('<sched policy="credit" weight="0"/>', r"not applied.*weight"),
                  ('<sched policy="credit" weight="lots"/>', r"not applied.*weight"),
                  ('<sched policy="Credit!"/>', r"invalid vcpusched metadata.*policy"),
+                 ('<sched pool="nope" weight="64"/>', r"not applied.*no pool nope"),
+                 ('<sched policy="rr"/>', r"not applied.*no pool runs policy rr"),
                  ('<sched policy="credit" weight="9" weight="10"/>', None)]
         for xml, pattern in cases:
             with self.subTest(xml=xml):
@@ -259,7 +278,7 @@ class LibvirtTest(unittest.TestCase):
         self.lv("restart")
         self.assertIsNotNone(self.log_wait(r"libvirt: reconnected to", 20),
                              f"no reconnect logged: {self.daemon.read_log()[-2000:]}")
-        self.assert_attached_like_status("vs-lv-on", "tids")  # the reconnect hook: EEXIST
+        self.assert_attached_like_status("vs-lv-on", "libvirt")  # reconnect: already attached
         self.set_meta('<sched policy="credit" weight="1024"/>')
         t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["params"]["weight"] == "1024")
         self.assertIsNotNone(t, f"weight not 1024 after the restart: {dom}")

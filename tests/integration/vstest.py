@@ -218,6 +218,11 @@ def read(path):
         return f.read()
 
 
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def wait_until(pred, timeout, step=0.01):
     """Poll pred() until it is true or `timeout` seconds pass; returns the
     elapsed time, or None on timeout."""

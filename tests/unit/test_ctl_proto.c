@@ -128,6 +128,8 @@ struct bad_case {
 #define SET(params)  "{\"v\":1,\"cmd\":\"set\",\"args\":{\"name\":\"web1\",\"params\":" params "}}"
 #define POOL(args)   "{\"v\":1,\"cmd\":\"pool\",\"args\":{" args "}}"
 #define DETACH(name) "{\"v\":1,\"cmd\":\"detach\",\"args\":{\"name\":" name "}}"
+#define MOVE(args)   "{\"v\":1,\"cmd\":\"move\",\"args\":{\"name\":\"web1\"" args "}}"
+#define HOOK(args)   "{\"v\":1,\"cmd\":\"hook\",\"args\":{\"name\":\"web1\"" args "}}"
 
 static const struct bad_case bad_cases[] = {
     /* Framing: not JSON, not an object, trailing garbage, NUL, size. */
@@ -308,6 +310,25 @@ static const struct bad_case bad_cases[] = {
     {"pool set bad params", POOL("\"op\":\"set\",\"name\":\"p\",\"params\":{\"x\":1}"), 0, NULL,
      -EINVAL, "params.x: must be a string"},
     {"pool destroy no name", POOL("\"op\":\"destroy\""), 0, NULL, -EINVAL, "name: missing"},
+    /* Move and the hook's message. */
+    {"move no pool", MOVE(""), 0, NULL, -EINVAL, "pool: missing"},
+    {"move bad pool", MOVE(",\"pool\":\"a b\""), 0, NULL, -EINVAL, "pool: \"a b\" has a character"},
+    {"move extra key", MOVE(",\"pool\":\"p\",\"tids\":[1]"), 0, NULL, -EINVAL,
+     "args: unknown key \"tids\""},
+    {"move params a string", MOVE(",\"pool\":\"p\",\"params\":\"w=1\""), 0, NULL, -EINVAL,
+     "params: must be an object"},
+    {"hook no op", HOOK(""), 0, NULL, -EINVAL, "op: missing"},
+    {"hook unknown op", HOOK(",\"op\":\"migrate\""), 0, NULL, -EINVAL,
+     "op: unknown hook operation \"migrate\""},
+    {"hook op number", HOOK(",\"op\":1"), 0, NULL, -EINVAL, "op: must be a string"},
+    {"hook xml empty", HOOK(",\"op\":\"started\",\"xml\":\"\""), 0, NULL, -EINVAL,
+     "xml: must not be empty"},
+    {"hook xml escape byte", HOOK(",\"op\":\"started\",\"xml\":\"<a>\\u001b</a>\""), 0, NULL,
+     -EINVAL, "xml: \"<a>\\x1b</a>\" has a character outside printable characters, tab"},
+    {"hook xml NUL", HOOK(",\"op\":\"started\",\"xml\":\"<a>\\u0000</a>\""), 0, NULL, -EINVAL,
+     "xml: contains a NUL"},
+    {"hook bad name", "{\"v\":1,\"cmd\":\"hook\",\"args\":{\"name\":\"a/b\",\"op\":\"started\"}}",
+     0, NULL, -EINVAL, "name: \"a/b\""},
     {"pool destroy extra", POOL("\"op\":\"destroy\",\"name\":\"p\",\"policy\":\"rr\""), 0, NULL,
      -EINVAL, "pool destroy: unknown key \"policy\""},
 };
@@ -350,6 +371,17 @@ static const struct good_case good_cases[] = {
     {"help", "{\"v\":1,\"cmd\":\"help\"}", "{\"v\":1,\"cmd\":\"help\",\"args\":{}}"},
     {"help policy", "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"credit2\"}}",
      "{\"v\":1,\"cmd\":\"help\",\"args\":{\"policy\":\"credit2\"}}"},
+    {"move", MOVE(",\"pool\":\"p2\""),
+     "{\"v\":1,\"cmd\":\"move\",\"args\":{\"name\":\"web1\",\"pool\":\"p2\"}}"},
+    {"move params", MOVE(",\"params\":{\"weight\":\"128\"},\"pool\":\"p2\""),
+     "{\"v\":1,\"cmd\":\"move\",\"args\":{\"name\":\"web1\",\"pool\":\"p2\",\"params\":{"
+     "\"weight\":\"128\"}}}"},
+    {"hook stopped, no xml", HOOK(",\"op\":\"stopped\""),
+     "{\"v\":1,\"cmd\":\"hook\",\"args\":{\"name\":\"web1\",\"op\":\"stopped\"}}"},
+    {"hook started, xml with line ends",
+     HOOK(",\"xml\":\"<domain>\\n\\t<name>x</name>\\r\\n</domain>\",\"op\":\"started\""),
+     "{\"v\":1,\"cmd\":\"hook\",\"args\":{\"name\":\"web1\",\"op\":\"started\",\"xml\":"
+     "\"<domain>\\n\\t<name>x</name>\\r\\n</domain>\"}}"},
     {"attach pid", ATTACH("\"pid\":4242"),
      "{\"v\":1,\"cmd\":\"attach\",\"args\":{\"name\":\"web1\",\"pid\":4242}}"},
     {"attach tids pool params",
@@ -408,6 +440,8 @@ assert_same_request(const struct ctl_request *a, const struct ctl_request *b)
     ck_assert_mem_eq(a->tids, b->tids, a->nr_tids * sizeof(pid_t));
     ck_assert_str_eq(a->qmp, b->qmp);
     ck_assert_str_eq(a->libvirt, b->libvirt);
+    ck_assert_int_eq(a->hook_op, b->hook_op);
+    ck_assert_str_eq(a->xml, b->xml);
     ck_assert_uint_eq(a->nr_params, b->nr_params);
     for (size_t i = 0; i < a->nr_params; i++) {
         ck_assert_str_eq(a->params[i].key, b->params[i].key);
@@ -463,6 +497,8 @@ START_TEST(test_request_built_roundtrip)
         {CTL_POOL, CTL_POOL_CREATE, 0},
         {CTL_POOL, CTL_POOL_SET, 0},
         {CTL_POOL, CTL_POOL_DESTROY, 0},
+        {CTL_MOVE, 0, 0},
+        {CTL_HOOK, 0, 0},
     };
     struct ctl_request *a = calloc(1, sizeof(*a)), *b = malloc(sizeof(*b));
     char err[CTL_ERRLEN] = "", *line;
@@ -473,11 +509,15 @@ START_TEST(test_request_built_roundtrip)
     a->cmd = shapes[_i].cmd;
     a->pool_op = shapes[_i].op;
     a->target = shapes[_i].target;
-    if (a->cmd == CTL_ATTACH || a->cmd == CTL_DETACH || a->cmd == CTL_SET ||
-        (a->cmd == CTL_POOL && a->pool_op != CTL_POOL_LIST))
+    if (a->cmd == CTL_ATTACH || a->cmd == CTL_DETACH || a->cmd == CTL_SET || a->cmd == CTL_MOVE ||
+        a->cmd == CTL_HOOK || (a->cmd == CTL_POOL && a->pool_op != CTL_POOL_LIST))
         strcpy(a->name, "vm.1");
-    if (a->cmd == CTL_ATTACH)
+    if (a->cmd == CTL_ATTACH || a->cmd == CTL_MOVE)
         strcpy(a->pool, "fast");
+    if (a->cmd == CTL_HOOK) {
+        a->hook_op = CTL_HOOK_RELEASE;
+        strcpy(a->xml, "<domain>\n  <name>vm.1</name>\t\\\"</domain>\r\n");
+    }
     if (a->target == CTL_TARGET_PID)
         a->pid = 1234;
     for (unsigned int i = 0; a->target == CTL_TARGET_TIDS && i < VS_THREADS_MAX; i++)
@@ -492,7 +532,8 @@ START_TEST(test_request_built_roundtrip)
     }
     if (a->cmd == CTL_POOL && a->pool_op == CTL_POOL_SET)
         strcpy(a->policy, "credit2");
-    if (a->cmd == CTL_ATTACH || a->cmd == CTL_SET || a->pool_op >= CTL_POOL_CREATE) {
+    if (a->cmd == CTL_ATTACH || a->cmd == CTL_SET || a->cmd == CTL_MOVE ||
+        (a->cmd == CTL_POOL && a->pool_op >= CTL_POOL_CREATE)) {
         for (int i = 0; i < VS_PARAMS_MAX && a->pool_op != CTL_POOL_DESTROY; i++) {
             char k[8], v[8];
 
@@ -575,7 +616,7 @@ START_TEST(test_request_readonly)
     struct ctl_request req;
 
     memset(&req, 0, sizeof(req.cmd) + sizeof(req.pool_op));
-    for (int c = CTL_VERSION; c <= CTL_HELP; c++) {
+    for (int c = CTL_VERSION; c <= CTL_HOOK; c++) {
         req.cmd = (enum ctl_cmd)c;
         req.pool_op = CTL_POOL_LIST;
         ck_assert_int_eq(ctl_request_is_readonly(&req), c == CTL_VERSION || c == CTL_LIST ||
@@ -755,7 +796,7 @@ ctl_proto_suite(void)
 
     tcase_add_loop_test(tc, test_request_malformed, 0, NELEM(bad_cases));
     tcase_add_loop_test(tc, test_request_roundtrip, 0, NELEM(good_cases));
-    tcase_add_loop_test(tc, test_request_built_roundtrip, 0, 13);
+    tcase_add_loop_test(tc, test_request_built_roundtrip, 0, 15);
     tcase_add_test(tc, test_request_limits_inclusive);
     tcase_add_test(tc, test_request_parse_resets);
     tcase_add_test(tc, test_request_readonly);

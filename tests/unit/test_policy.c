@@ -136,6 +136,44 @@ START_TEST(test_pool_switch_atomic)
 }
 END_TEST
 
+/* A move's parameters: the domain's own that the new policy knows, given keys on top. */
+START_TEST(test_pool_dom_params_for)
+{
+    struct sim s;
+    struct pool_dom *d;
+    struct kv out[VS_PARAMS_MAX], cap[] = {{"cap", "25"}}, bad[] = {{"weight", "0"}},
+                                  odd[] = {{"slice_us", "5"}};
+    char err[POLICY_ERRLEN] = "";
+    int n;
+
+    sim_start(&s, "credit", 1, NULL);
+    d = sim_add_ok(&s, "A", 2, sim_busy(), "weight=512 cap=50");
+    /* To credit2 (same keys): both carried. */
+    n = pool_dom_params_for(d, policy_find("credit2"), NULL, 0, out, err);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(out[0].key, "weight");
+    ck_assert_str_eq(out[0].val, "512");
+    ck_assert_str_eq(out[1].key, "cap");
+    /* A given key replaces the carried one, once. */
+    n = pool_dom_params_for(d, policy_find("credit2"), cap, 1, out, err);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(out[0].key, "weight");
+    ck_assert_str_eq(out[1].key, "cap");
+    ck_assert_str_eq(out[1].val, "25");
+    /* To rr (no domain parameters): none carried, any given one refused. */
+    ck_assert_int_eq(pool_dom_params_for(d, policy_find("rr"), NULL, 0, out, err), 0);
+    ck_assert_int_eq(pool_dom_params_for(d, policy_find("rr"), odd, 1, out, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "slice_us"));
+    /* Given values are checked strictly against the new policy. */
+    ck_assert_int_eq(pool_dom_params_for(d, policy_find("credit2"), bad, 1, out, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "weight"));
+    /* Nothing of the domain changed. */
+    ck_assert_uint_eq(d->params.n, 2);
+    ck_assert_str_eq(d->params.kv[1].val, "50");
+    sim_fini(&s);
+}
+END_TEST
+
 /* Removing a domain mid-run, then re-attaching under the same name. */
 START_TEST(test_pool_detach_reattach)
 {
@@ -233,7 +271,8 @@ START_TEST(test_optional_ops_default)
 {
     static const struct policy_cpu cpu0 = {0, 0, 0, 0};
     struct policy_ops no_pick = mini_ops, params_no_set = mini_ops;
-    static const struct policy_param one[] = {{"x", POLICY_PARAM_INT, 0, 9, 0, "x"}, {NULL}};
+    static const struct policy_param one[] = {{"x", POLICY_PARAM_INT, 0, 9, 0, "x"},
+                                              {NULL, 0, 0, 0, 0, NULL}};
     struct policy_dom d = {.id = 1, .name = "d", .nr_vcpus = 1};
     struct policy_vcpu v = {.id = 1, .dom = &d};
     struct policy_vcpu *vs[1] = {&v};
@@ -282,6 +321,7 @@ policy_suite(void)
     tc = tcase_create("pool");
     tcase_add_test(tc, test_pool_attach_rules);
     tcase_add_test(tc, test_pool_switch_atomic);
+    tcase_add_test(tc, test_pool_dom_params_for);
     tcase_add_test(tc, test_pool_detach_reattach);
     suite_add_tcase(s, tc);
     return s;

@@ -25,6 +25,7 @@ enum charset {
     CS_NAME, /* domain, pool and libvirt names */
     CS_KEY,  /* policy names and parameter keys */
     CS_TEXT, /* parameter values, paths, CPU lists: anything but control bytes */
+    CS_XML,  /* a document: CS_TEXT plus tab, newline and carriage return */
 };
 
 static const struct ctl_errno_entry {
@@ -63,7 +64,15 @@ static const struct ctl_errno_entry {
 static const char *const cmd_names[] = {
     [CTL_VERSION] = "version", [CTL_ATTACH] = "attach", [CTL_DETACH] = "detach",
     [CTL_SET] = "set",         [CTL_LIST] = "list",     [CTL_STATS] = "stats",
-    [CTL_POOL] = "pool",       [CTL_HELP] = "help",
+    [CTL_POOL] = "pool",       [CTL_HELP] = "help",     [CTL_MOVE] = "move",
+    [CTL_HOOK] = "hook",
+};
+
+static const char *const hook_op_names[] = {
+    [CTL_HOOK_STARTED] = "started",
+    [CTL_HOOK_RECONNECT] = "reconnect",
+    [CTL_HOOK_STOPPED] = "stopped",
+    [CTL_HOOK_RELEASE] = "release",
 };
 
 static const char *const pool_op_names[] = {
@@ -94,6 +103,24 @@ const char *
 ctl_pool_op_name(enum ctl_pool_op op)
 {
     return (unsigned int)op < NELEM(pool_op_names) ? pool_op_names[op] : NULL;
+}
+
+const char *
+ctl_hook_op_name(enum ctl_hook_op op)
+{
+    return (unsigned int)op < NELEM(hook_op_names) ? hook_op_names[op] : NULL;
+}
+
+int
+ctl_hook_op_parse(const char *name, enum ctl_hook_op *op)
+{
+    for (size_t i = 0; i < NELEM(hook_op_names); i++) {
+        if (strcmp(name, hook_op_names[i]) == 0) {
+            *op = (enum ctl_hook_op)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
 }
 
 const char *
@@ -268,6 +295,8 @@ char_ok(enum charset cs, unsigned char c)
         return names_key_char_ok(c);
     case CS_TEXT:
         return c >= 0x20 && c != 0x7f;
+    case CS_XML:
+        return (c >= 0x20 && c != 0x7f) || c == '\t' || c == '\n' || c == '\r';
     }
     return false;
 }
@@ -275,7 +304,10 @@ char_ok(enum charset cs, unsigned char c)
 static const char *
 charset_desc(enum charset cs)
 {
-    return cs == CS_NAME ? NAMES_CHARS : cs == CS_KEY ? NAMES_KEY_CHARS : "printable characters";
+    return cs == CS_NAME  ? NAMES_CHARS
+           : cs == CS_KEY ? NAMES_KEY_CHARS
+           : cs == CS_XML ? "printable characters, tab and line ends"
+                          : "printable characters";
 }
 
 /*
@@ -526,6 +558,33 @@ parse_set(struct json_object *args, struct ctl_request *req, char *err, size_t e
 }
 
 static int
+parse_move(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
+{
+    int r = parse_name_only(args, req, err, errlen);
+
+    if (r == 0)
+        r = get_string(args, "pool", true, CS_NAME, req->pool, VS_NAME_SIZE, err, errlen);
+    return r < 0 ? r : parse_params(args, req, err, errlen);
+}
+
+static int
+parse_hook(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
+{
+    char op[16], esc[ESCBUF];
+    int r = parse_name_only(args, req, err, errlen);
+
+    if (r == 0)
+        r = get_string(args, "op", true, CS_KEY, op, sizeof(op), err, errlen);
+    if (r == 0 && ctl_hook_op_parse(op, &req->hook_op) < 0)
+        r = fail(err, errlen, -EINVAL, "op: unknown hook operation \"%s\" (%s, %s, %s, %s)",
+                 escape(op, strlen(op), esc, sizeof(esc)), hook_op_names[0], hook_op_names[1],
+                 hook_op_names[2], hook_op_names[3]);
+    if (r == 0)
+        r = get_string(args, "xml", false, CS_XML, req->xml, CTL_XML_SIZE, err, errlen);
+    return r;
+}
+
+static int
 parse_cpus(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
 {
     char msg[CTL_ERRLEN];
@@ -604,6 +663,8 @@ static const char *const attach_keys[] = {"name", "pid",    "tids",        "qmp"
 static const char *const name_keys[] = {"name", NULL};
 static const char *const set_keys[] = {"name", "params", NULL};
 static const char *const help_keys[] = {"policy", NULL};
+static const char *const move_keys[] = {"name", "pool", "params", NULL};
+static const char *const hook_keys[] = {"name", "op", "xml", NULL};
 
 static int
 parse_help(struct json_object *args, struct ctl_request *req, char *err, size_t errlen)
@@ -630,6 +691,8 @@ static const struct ctl_cmd_desc {
     [CTL_STATS] = {no_keys, NULL, false},
     [CTL_POOL] = {NULL, parse_pool, false},
     [CTL_HELP] = {help_keys, parse_help, true},
+    [CTL_MOVE] = {move_keys, parse_move, false},
+    [CTL_HOOK] = {hook_keys, parse_hook, false},
 };
 
 static int
@@ -704,6 +767,8 @@ ctl_request_parse(const char *line, size_t len, struct ctl_request *req, char *e
     int r;
 
     memset(req, 0, offsetof(struct ctl_request, param_keys));
+    req->hook_op = CTL_HOOK_STARTED;
+    req->xml[0] = '\0';
     if (errlen > 0)
         err[0] = '\0';
     r = line_to_json(line, len, CTL_LINE_MAX, &o, err, errlen);
@@ -838,6 +903,17 @@ format_args(const struct ctl_request *req)
         break;
     case CTL_HELP:
         add_str(args, "policy", req->policy);
+        break;
+    case CTL_MOVE:
+        add_str(args, "name", req->name);
+        add_str(args, "pool", req->pool);
+        add_params(args, req);
+        break;
+    case CTL_HOOK:
+        add_str(args, "name", req->name);
+        if (ctl_hook_op_name(req->hook_op) != NULL)
+            add_str(args, "op", ctl_hook_op_name(req->hook_op));
+        add_str(args, "xml", req->xml);
         break;
     default:
         json_object_put(args);

@@ -25,6 +25,7 @@ struct json_object;
 #define CTL_CPUS_SIZE CPULIST_TEXT_MAX   /* kernel CPU list text */
 #define CTL_QMP_SIZE  108                /* sizeof(sun_path): the QMP socket path must fit */
 #define CTL_ERRLEN    256                /* a message buffer large enough for every codec message */
+#define CTL_XML_SIZE  CTL_LINE_MAX       /* a domain definition that fits in a request line */
 
 enum ctl_cmd {
     CTL_VERSION,
@@ -35,6 +36,16 @@ enum ctl_cmd {
     CTL_STATS,
     CTL_POOL,
     CTL_HELP,
+    CTL_MOVE,
+    CTL_HOOK,
+};
+
+/* The libvirt hook's operations that matter (docs/libvirt.md). */
+enum ctl_hook_op {
+    CTL_HOOK_STARTED,   /* started begin */
+    CTL_HOOK_RECONNECT, /* reconnect begin (libvirtd restarted) */
+    CTL_HOOK_STOPPED,   /* stopped end */
+    CTL_HOOK_RELEASE,   /* release end */
 };
 
 enum ctl_pool_op {
@@ -71,6 +82,8 @@ enum ctl_target {
  *   pool set     name, policy ("" = keep), params (policy or params given)
  *   pool destroy name
  *   help         policy ("" = every policy)
+ *   move         name, pool, params
+ *   hook         name, hook_op, xml ("" = not sent)
  *
  * params[i].key/val point into param_keys/param_vals after a parse, so a
  * request must not be copied by assignment. ctl_request_format only reads
@@ -95,6 +108,8 @@ struct ctl_request {
     size_t nr_params;
     char param_keys[VS_PARAMS_MAX][VS_KEY_SIZE];
     char param_vals[VS_PARAMS_MAX][VS_VALUE_SIZE];
+    enum ctl_hook_op hook_op;
+    char xml[CTL_XML_SIZE]; /* hook: the domain definition libvirt gave it, or "" */
 };
 
 /*
@@ -127,6 +142,9 @@ int ctl_request_add_param(struct ctl_request *req, const char *key, const char *
 /* Command name ("attach", "pool", ...) or NULL. */
 const char *ctl_cmd_name(enum ctl_cmd cmd);
 const char *ctl_pool_op_name(enum ctl_pool_op op);
+/* "started", ... or NULL; ctl_hook_op_parse: 0 and *op, or -EINVAL. */
+const char *ctl_hook_op_name(enum ctl_hook_op op);
+int ctl_hook_op_parse(const char *name, enum ctl_hook_op *op);
 /* "pool create" style name of the request for messages. */
 const char *ctl_request_name(const struct ctl_request *req);
 

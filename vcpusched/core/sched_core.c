@@ -69,8 +69,8 @@ sched_create(struct sched **out, const struct sched_config *cfg, struct statefil
     return 0;
 }
 
-static struct sched_pool *
-pool_by_name(struct sched *s, const char *name)
+struct sched_pool *
+sched_pool_find(struct sched *s, const char *name)
 {
     for (unsigned int i = 0; i < s->nr_pools; i++)
         if (name == NULL || strcmp(s->pools[i]->pool.name, name) == 0)
@@ -164,7 +164,7 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
 
     pthread_mutex_lock(&s->lock);
     r = -EEXIST;
-    if (pool_by_name(s, name) != NULL) {
+    if (sched_pool_find(s, name) != NULL) {
         snprintf(err, errlen, "pool %s already exists", name);
         goto out;
     }
@@ -227,7 +227,7 @@ sched_pool_set(struct sched *s, const char *name, const char *policy, const stru
     int r;
 
     pthread_mutex_lock(&s->lock);
-    sp = pool_by_name(s, name);
+    sp = sched_pool_find(s, name);
     if (sp == NULL) {
         snprintf(err, errlen, "no pool %s", name);
         pthread_mutex_unlock(&s->lock);
@@ -254,7 +254,7 @@ sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen)
     unsigned int i;
 
     pthread_mutex_lock(&s->lock);
-    sp = pool_by_name(s, name);
+    sp = sched_pool_find(s, name);
     if (sp == NULL) {
         snprintf(err, errlen, "no pool %s", name);
         pthread_mutex_unlock(&s->lock);
@@ -406,7 +406,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
         goto out;
     }
     r = -ENOENT;
-    sp = pool_by_name(s, pool);
+    sp = sched_pool_find(s, pool);
     if (sp == NULL) {
         snprintf(err, errlen, pool ? "no pool %s" : "no pool%s", pool ? pool : "");
         goto out;

@@ -5,8 +5,10 @@
  * the priority elevation trick (actuator_linux.c), driven by kernel
  * events (events.h) and timers.
  *
- * Threads: the caller's control thread calls everything in this header;
- * dispatchers are internal. Any function may be called while dispatchers
+ * Threads: the daemon's control thread and its libvirt watcher call this
+ * header; s->lock makes each call whole with respect to the others, and
+ * no call waits on anything outside the host (never on libvirt or QEMU).
+ * Dispatchers are internal. Any function may be called while dispatchers
  * run; a failed call changes nothing.
  */
 #ifndef VCPUSCHED_SCHED_CORE_H
@@ -23,6 +25,8 @@
 
 struct json_object;
 struct sched;
+
+#define SCHED_MAX_POOLS 16
 
 enum sched_pattern {
     SCHED_SHARED,    /* a dispatcher per managed CPU, on it, sleeping between decisions */
@@ -67,6 +71,25 @@ int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid,
 int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
 int sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char *err,
               size_t errlen);
+/*
+ * Move attached domain `name` to `pool`, all or nothing. Its parameters
+ * that the new pool's policy knows go along, each replaced by the same key
+ * of kv[0..nkv) (checked strictly); the others are dropped. Refused, with
+ * the domain exactly where and as it was: -ENOENT (no such domain or
+ * pool), -EEXIST (already there), -EINVAL (a parameter the new policy
+ * refuses, or a thread whose cgroup cpuset allows no CPU of the pool).
+ */
+int sched_move(struct sched *s, const char *name, const char *pool, const struct kv *kv, size_t nkv,
+               char *err, size_t errlen);
+/* The pool domain `name` is in, into pool[len]; -ENOENT if not attached. */
+int sched_dom_pool(struct sched *s, const char *name, char *pool, size_t len);
+
+struct sched_pool_info {
+    char name[VS_NAME_SIZE];
+    char policy[VS_KEY_SIZE];
+};
+/* The pools in creation order (the first is the default): how many, at most max. */
+unsigned int sched_pool_list(struct sched *s, struct sched_pool_info *out, unsigned int max);
 /*
  * Detach domains whose threads have all exited. A domain whose process has
  * exited has its vanished threads marked gone here, whatever events were

@@ -23,7 +23,6 @@
 #include "policy/pool.h"
 #include "sched_core.h"
 
-#define SCHED_MAX_POOLS   16
 #define SCHED_LAT_BUCKETS 40 /* log2 ns buckets of wake-to-MID latency */
 
 struct sched_pool;
@@ -178,7 +177,9 @@ void sched_pool_unlock(struct sched_pool *sp);
 
 /* dispatch.c: CLOCK_MONOTONIC in ns, the time every decision is taken at. */
 uint64_t sched_now(void);
-/* sched_core.c */
+/* sched_core.c (s->lock held) */
 struct sched_dom *sched_dom_find(struct sched *s, const char *name);
+/* The pool called `name` (NULL: the first), or NULL. */
+struct sched_pool *sched_pool_find(struct sched *s, const char *name);
 
 #endif /* VCPUSCHED_SCHED_PRIV_H */

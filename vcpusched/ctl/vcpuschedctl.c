@@ -54,6 +54,7 @@ struct ctl_command {
 static int build_attach(struct ctl_opts *, int, char **);
 static int build_name(struct ctl_opts *, int, char **);
 static int build_set(struct ctl_opts *, int, char **);
+static int build_move(struct ctl_opts *, int, char **);
 static int build_none(struct ctl_opts *, int, char **);
 static int build_help(struct ctl_opts *, int, char **);
 static int build_pool_words(struct ctl_opts *, int, char **);
@@ -66,6 +67,7 @@ static const struct ctl_command commands[] = {
      build_attach, ctl_show_domain},
     {"detach", CTL_DETACH, 0, "NAME", build_name, NULL},
     {"set", CTL_SET, 0, "NAME key=value ...", build_set, ctl_show_domain},
+    {"move", CTL_MOVE, 0, "NAME POOL [key=value ...]", build_move, ctl_show_domain},
     {"list", CTL_LIST, 0, "[--json]", build_none, ctl_show_list},
     {"stats", CTL_STATS, 0, "[--json]", build_none, ctl_show_stats},
     {"pool list", CTL_POOL, CTL_POOL_LIST, "[--json]", build_none, ctl_show_pools},
@@ -338,6 +340,20 @@ build_set(struct ctl_opts *o, int argc, char **argv)
     if (r == 0)
         r = copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name");
     return r != 0 ? r : add_params(o, argc - optind - 1, argv + optind + 1, NULL);
+}
+
+static int
+build_move(struct ctl_opts *o, int argc, char **argv)
+{
+    int r = command_options(o, argc, argv, false);
+
+    if (r == 0 && argc - optind < 2)
+        r = usage_of(o->cmd);
+    if (r == 0)
+        r = copy_word(o->req->name, VS_NAME_SIZE, argv[optind], "name");
+    if (r == 0)
+        r = copy_word(o->req->pool, VS_NAME_SIZE, argv[optind + 1], "pool");
+    return r != 0 ? r : add_params(o, argc - optind - 2, argv + optind + 2, NULL);
 }
 
 /* Claims cpus= and policy= among pool words: 0 taken, 1 a parameter, -1 error. */

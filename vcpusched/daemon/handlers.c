@@ -13,18 +13,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/discover.h"
-#include "handlers.h"
 #include "common/log.h"
+#include "handlers.h"
+#include "host/discover.h"
 #include "host/topology.h"
+#include "libvirt/libvirt_vcpus.h"
+
+static int check_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t pid,
+                        const struct control_peer *peer, char *err, size_t errlen);
 
 /* Resolve an attach request's target into a process and thread ids. */
 static int
 resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, pid_t *tids,
                unsigned int *n, const char **source, char *err, size_t errlen)
 {
-    int r;
-
     *pid = 0;
     switch (req->target) {
     case CTL_TARGET_PID:
@@ -39,18 +41,28 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
         return discover_qmp(req->qmp, pid, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_LIBVIRT:
         *source = "libvirt";
-        if (d->libvirt_vcpus == NULL) {
-            snprintf(err, errlen, "libvirt support is not available in this daemon");
-            return -EOPNOTSUPP;
-        }
-        r = d->libvirt_vcpus(d->libvirt_ctx, req->libvirt, pid, tids, VS_THREADS_MAX, n, err,
-                             errlen);
-        /* The status file may be stale (a thread id reused): check as for QMP. */
-        return r < 0 ? r : discover_check_vcpus(*pid, tids, *n, err, errlen);
+        return daemon_libvirt_threads(d, req->libvirt, pid, tids, n, NULL, err, errlen);
     default:
         snprintf(err, errlen, "attach needs pid, tids, qmp or libvirt");
         return -EINVAL;
     }
+}
+
+int
+daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid, pid_t *tids,
+                       unsigned int *n, struct libvirt_meta *meta, char *err, size_t errlen)
+{
+    const char *how;
+    int r;
+
+    r = libvirt_vcpus_find(d->libvirt_dir, domain, pid, tids, VS_THREADS_MAX, n, &how, meta, err,
+                           errlen);
+    /* The status file may be stale (a thread id reused): check as for QMP. */
+    if (r == 0)
+        r = discover_check_vcpus(*pid, tids, *n, err, errlen);
+    if (r == 0)
+        r = check_target(d, NULL, *pid, NULL, err, errlen);
+    return r;
 }
 
 /*
@@ -67,9 +79,9 @@ check_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t pid,
         .daemon = getpid(),
         .guardian = d->guardian_pid,
         .caller = peer != NULL ? peer->pid : 0,
-        .any_process = req->any_process,
+        .any_process = req != NULL && req->any_process,
     };
-    bool named = req->target == CTL_TARGET_PID || req->target == CTL_TARGET_TIDS;
+    bool named = req != NULL && (req->target == CTL_TARGET_PID || req->target == CTL_TARGET_TIDS);
 
     return discover_check_target(pid, named, &rules, err, errlen);
 }
@@ -269,6 +281,13 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
         return 0;
     case CTL_POOL:
         return do_pool(d, req, res, err, errlen);
+    case CTL_MOVE:
+        r = sched_move(d->sched, req->name, req->pool, req->params, req->nr_params, err, errlen);
+        if (r == 0)
+            *res = sched_json_domain(d->sched, req->name);
+        return r;
+    case CTL_HOOK:
+        return daemon_libvirt_hook(d, req, res, err, errlen);
     }
     snprintf(err, errlen, "unknown command");
     return -EINVAL;

@@ -10,25 +10,40 @@
 #include "control/control.h"
 #include "control/ctl_proto.h"
 #include "core/sched_core.h"
+#include "libvirt/libvirt_meta.h"
+#include "libvirt/libvirt_watch.h"
 
 #include "common/version.h"
 
-/* Finds a libvirt domain's QEMU and vCPU threads (libvirt_vcpus.c). */
-typedef int (*daemon_libvirt_fn)(void *ctx, const char *domain, pid_t *pid, pid_t *tids,
-                                 unsigned int max, unsigned int *n, char *err, size_t errlen);
-
+/*
+ * Shared by the control thread and the libvirt watcher's thread (through
+ * daemon_libvirt_ops): the core locks itself; the rest is written by the
+ * control thread only, guardian_pid atomically as the watcher reads it.
+ */
 struct daemon_ctx {
     struct sched *sched;
-    cpu_set_t housekeeping; /* CPUs left to the host, the daemon and QEMU's other threads */
-    daemon_libvirt_fn libvirt_vcpus;
-    void *libvirt_ctx;
-    pid_t guardian_pid;  /* never managed; main.c keeps it current */
-    struct control *ctl; /* for its counters in `stats` */
+    cpu_set_t housekeeping;     /* CPUs left to the host, the daemon and QEMU's other threads */
+    const char *libvirt_dir;    /* libvirt's status files (NULL: LIBVIRT_RUN_DIR) */
+    _Atomic pid_t guardian_pid; /* never managed; main.c keeps it current */
+    struct control *ctl;        /* for its counters in `stats` */
 };
 
 /* control_handler_fn for the daemon (see control.h). */
 int daemon_handle(void *ctx, const struct ctl_request *req, const struct control_peer *peer,
                   struct json_object **res, char *err, size_t errlen);
+/*
+ * The QEMU and vCPU threads of running libvirt domain `domain` from
+ * libvirt's status file, checked as for any attach; `meta` (or NULL) gets
+ * its running definition's metadata. Never calls libvirt.
+ */
+int daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid, pid_t *tids,
+                           unsigned int *n, struct libvirt_meta *meta, char *err, size_t errlen);
+
+/* libvirt_ops.c: the watcher's ops (ctx: the daemon_ctx) and the `hook` request. */
+extern const struct libvirt_watch_ops daemon_libvirt_ops;
+int daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req,
+                        struct json_object **res, char *err, size_t errlen);
+
 int daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
                            size_t errlen);
 

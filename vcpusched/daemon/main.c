@@ -29,7 +29,6 @@
 #include "host/guardian.h"
 #include "handlers.h"
 #include "libvirt/libvirt_watch.h"
-#include "libvirt/libvirt_vcpus.h"
 #include "common/log.h"
 #include "host/topology.h"
 
@@ -448,8 +447,9 @@ group_id(const char *name)
 }
 
 /*
- * `attach --libvirt` reads libvirt's status file (never libvirt itself);
- * the watcher follows metadata and lifecycle events on a thread of its own.
+ * `attach --libvirt` and the hook's message read libvirt's status file
+ * (never libvirt itself); the watcher follows metadata and lifecycle
+ * events on a thread of its own and acts through daemon_libvirt_ops.
  */
 static void
 libvirt_setup(struct daemon *d)
@@ -457,11 +457,10 @@ libvirt_setup(struct daemon *d)
     char err[512];
 
     xmlInitParser(); /* before any thread parses */
-    d->ctx.libvirt_vcpus = libvirt_vcpus_lookup;
-    d->ctx.libvirt_ctx = NULL;
     if (strcmp(d->cfg.libvirt, "none") == 0)
         return;
-    if (libvirt_watch_start(&d->libvirt, d->cfg.libvirt, d->cfg.socket, err, sizeof(err)) < 0)
+    if (libvirt_watch_start(&d->libvirt, d->cfg.libvirt, &daemon_libvirt_ops, &d->ctx, err,
+                            sizeof(err)) < 0)
         log_warnx("%s: running without the libvirt watcher", err);
 }
 
@@ -519,7 +518,7 @@ daemon_start(struct daemon *d)
 static void
 daemon_stop(struct daemon *d)
 {
-    libvirt_watch_stop(d->libvirt); /* it is a client of the control socket */
+    libvirt_watch_stop(d->libvirt); /* it calls into the core */
     control_close(d->ctl);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);

@@ -6,7 +6,6 @@
  * daemon's libvirt watcher, the unit tests and the fuzzer share it.
  */
 #include <errno.h>
-#include <json-c/json.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <limits.h>
@@ -453,82 +452,46 @@ libvirt_meta_parse_status(const char *xml, size_t len, struct libvirt_status *st
     return r;
 }
 
-/* name and policy strings of pools[i], or -EPROTO. */
-static int
-pool_at(struct json_object *pools, size_t i, const char **name, const char **policy)
+/* Index of the pool called `name` (NULL: any) running `policy` ("" = any), or -1. */
+static long
+pool_find(const struct libvirt_pool *pools, size_t n, const char *name, const char *policy)
 {
-    struct json_object *p = json_object_array_get_idx(pools, i), *n, *pol;
-
-    if (!json_object_is_type(p, json_type_object) || !json_object_object_get_ex(p, "name", &n) ||
-        !json_object_object_get_ex(p, "policy", &pol) ||
-        !json_object_is_type(n, json_type_string) || !json_object_is_type(pol, json_type_string))
-        return -EPROTO;
-    *name = json_object_get_string(n);
-    *policy = json_object_get_string(pol);
-    return 0;
-}
-
-/* Index of the pool called `name` running `policy` ("" = any), or -1; -EPROTO. */
-static int
-pool_find(struct json_object *pools, const char *name, const char *policy, long *at)
-{
-    size_t n = json_object_array_length(pools);
-
-    *at = -1;
-    for (size_t i = 0; i < n; i++) {
-        const char *pn, *pp;
-
-        if (pool_at(pools, i, &pn, &pp) < 0)
-            return -EPROTO;
-        if ((name == NULL || strcmp(pn, name) == 0) &&
-            (policy[0] == '\0' || strcmp(pp, policy) == 0)) {
-            *at = (long)i;
-            return 0;
-        }
-    }
-    return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((name == NULL || strcmp(pools[i].name, name) == 0) &&
+            (policy[0] == '\0' || strcmp(pools[i].policy, policy) == 0))
+            return (long)i;
+    return -1;
 }
 
 int
-libvirt_meta_choose_pool(const struct libvirt_meta *m, struct json_object *pools,
+libvirt_meta_choose_pool(const struct libvirt_meta *m, const struct libvirt_pool *pools, size_t n,
                          const char *current, char *pool, size_t len, char *err, size_t errlen)
 {
-    const char *pn, *pp;
-    long at = -1;
+    long at;
 
-    if (!json_object_is_type(pools, json_type_array)) {
-        snprintf(err, errlen, "pool list: not an array");
-        return -EPROTO;
-    }
     if (m->pool[0] != '\0') {
-        if (pool_find(pools, m->pool, "", &at) < 0)
-            goto bad;
+        at = pool_find(pools, n, m->pool, "");
         if (at < 0) {
             snprintf(err, errlen, "pool: no pool %s", m->pool);
             return -ENOENT;
         }
     } else {
-        if (current != NULL && pool_find(pools, current, m->policy, &at) < 0)
-            goto bad;
-        if (at < 0 && pool_find(pools, NULL, m->policy, &at) < 0)
-            goto bad;
+        at = current != NULL ? pool_find(pools, n, current, m->policy) : -1;
+        if (at < 0)
+            at = pool_find(pools, n, NULL, m->policy);
         if (at < 0) {
             snprintf(err, errlen, m->policy[0] ? "policy: no pool runs policy %s" : "no pools",
                      m->policy);
             return -ENOENT;
         }
     }
-    if (pool_at(pools, (size_t)at, &pn, &pp) < 0)
-        goto bad;
-    if (m->policy[0] != '\0' && strcmp(pp, m->policy) != 0) {
-        snprintf(err, errlen, "policy: pool %s runs %s, not %s", pn, pp, m->policy);
+    if (m->policy[0] != '\0' && strcmp(pools[at].policy, m->policy) != 0) {
+        snprintf(err, errlen, "policy: pool %s runs %s, not %s", pools[at].name, pools[at].policy,
+                 m->policy);
         return -EINVAL;
     }
-    snprintf(pool, len, "%s", pn);
+    snprintf(pool, len, "%s", pools[at].name);
     return 0;
-bad:
-    snprintf(err, errlen, "pool list: an entry without a name or policy");
-    return -EPROTO;
 }
 
 void

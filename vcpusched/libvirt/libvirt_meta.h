@@ -3,8 +3,8 @@
  * libvirt_meta.h - the libvirt XML that vcpusched reads (docs/libvirt.md):
  * its <vs:sched> metadata element, from a domain definition or from
  * virDomainGetMetadata, and libvirt's status file /run/libvirt/qemu/NAME.xml
- * (QEMU pid, vCPU thread ids). Pure: libxml2 and json-c only, no I/O, no
- * logging, so the hook, the daemon and the unit tests share one parser.
+ * (QEMU pid, vCPU thread ids). Pure: libxml2 only, no I/O, no logging, so
+ * the daemon and the unit tests share one parser.
  *
  * Call xmlInitParser() once before threads use these functions.
  */
@@ -18,8 +18,6 @@
 #include "common/kv.h"
 #include "common/limits.h"
 #include "common/names.h"
-
-struct json_object;
 
 #define LIBVIRT_META_NS      "https://vcpusched.org/xmlns/1"
 #define LIBVIRT_META_PREFIX  "vs"
@@ -87,18 +85,24 @@ int libvirt_meta_parse_element(const char *xml, size_t len, struct libvirt_meta 
 int libvirt_meta_parse_status(const char *xml, size_t len, struct libvirt_status *st, char *err,
                               size_t errlen);
 
+/* A pool of the daemon, as the choice below sees it. */
+struct libvirt_pool {
+    const char *name;
+    const char *policy;
+};
+
 /*
  * The pool a domain with metadata `m` goes to, given the daemon's pools
- * (the "pools" array of `pool list`) and the pool it is in now (NULL if
- * not attached): the named pool (whose policy must match a named policy);
- * else the current pool if it runs the named policy (or none is named),
- * else the first pool that runs the named policy; else the first pool.
- * Writes the name to `pool`. Errors: -ENOENT (no such pool, no pool runs
- * that policy, no pools), -EINVAL (the pool runs another policy),
- * -EPROTO (pools malformed).
+ * pools[0..n) and the pool it is in now (NULL if not attached): the named
+ * pool (whose policy must match a named policy); else the current pool if
+ * it runs the named policy (or none is named), else the first pool that
+ * runs the named policy; else the first pool. Writes the name to `pool`.
+ * Errors: -ENOENT (no such pool, no pool runs that policy, no pools),
+ * -EINVAL (the pool runs another policy).
  */
-int libvirt_meta_choose_pool(const struct libvirt_meta *m, struct json_object *pools,
-                             const char *current, char *pool, size_t len, char *err, size_t errlen);
+int libvirt_meta_choose_pool(const struct libvirt_meta *m, const struct libvirt_pool *pools,
+                             size_t n, const char *current, char *pool, size_t len, char *err,
+                             size_t errlen);
 
 /* Point kv[0..m->nr_params) at m's parameters (valid while m lives). */
 void libvirt_meta_kv(const struct libvirt_meta *m, struct kv *kv);

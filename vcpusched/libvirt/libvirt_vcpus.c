@@ -228,12 +228,3 @@ libvirt_vcpus_find(const char *dir, const char *name, pid_t *pid, pid_t *tids, u
     free(st);
     return r;
 }
-
-int
-libvirt_vcpus_lookup(void *ctx, const char *domain, pid_t *pid, pid_t *tids, unsigned int max,
-                     unsigned int *n, char *err, size_t errlen)
-{
-    const char *how;
-
-    return libvirt_vcpus_find(ctx, domain, pid, tids, max, n, &how, NULL, err, errlen);
-}

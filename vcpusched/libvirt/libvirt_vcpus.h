@@ -30,8 +30,4 @@ int libvirt_vcpus_find(const char *dir, const char *name, pid_t *pid, pid_t *tid
                        unsigned int *n, const char **how, struct libvirt_meta *meta, char *err,
                        size_t errlen);
 
-/* daemon_libvirt_fn (handlers.h) over libvirt_vcpus_find; ctx is the dir or NULL. */
-int libvirt_vcpus_lookup(void *ctx, const char *domain, pid_t *pid, pid_t *tids, unsigned int max,
-                         unsigned int *n, char *err, size_t errlen);
-
 #endif /* VCPUSCHED_LIBVIRT_VCPUS_H */

@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * libvirt_watch.c - the daemon's libvirt watcher (libvirt_watch.h). One thread runs
- * libvirt's default event loop; every callback runs on it. A change is
- * applied through the daemon's control socket (ctl_client), as any client
- * would, so the control thread stays the only one that touches the
- * scheduler and each request is checked there, all or nothing.
- *
- * What a metadata change does (docs/libvirt.md): not attached + element
- * -> attach; attached -> `set` the parameters, or move the domain when its
- * pool changes (detach, attach; the old attachment is restored if the new
- * one is refused); element removed -> detach. Lifecycle STARTED attaches
- * (a backstop for a missing hook), STOPPED detaches.
+ * libvirt's default event loop; every callback runs on it. It reads what
+ * only libvirt can tell (live metadata, lifecycle) and hands it to the
+ * daemon's ops, which decide and act (docs/libvirt.md): not attached +
+ * element -> attach; attached -> set the parameters, or move the domain
+ * atomically when its pool changes; element removed -> detach. Lifecycle
+ * STARTED attaches (a backstop for a missing hook), STOPPED detaches.
  */
 #include <errno.h>
-#include <json-c/json.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <pthread.h>
@@ -24,25 +19,19 @@
 #include <string.h>
 #include <time.h>
 
-#include "control/ctl_client.h"
-#include "libvirt_watch.h"
-#include "libvirt_meta.h"
 #include "common/log.h"
+#include "libvirt_meta.h"
+#include "libvirt_watch.h"
 
-#define WATCH_CALL_TIMEOUT_MS 2000 /* a control request; the daemon answers in ms */
-#define WATCH_TICK_MS         250  /* loop wake-up: stop requests and reconnect timing */
-#define WATCH_BACKOFF_MIN_MS  500  /* first retry after libvirtd went away */
-#define WATCH_BACKOFF_MAX_MS  5000 /* cap: libvirtd restarts take a few seconds */
-#define WATCH_KEEPALIVE_S     5    /* probe interval; dead after 3 unanswered */
-
-enum watch_mode {
-    WATCH_FULL,        /* a metadata change: attach, update, move or detach */
-    WATCH_ATTACH_ONLY, /* start or resync: attach if opted in and not attached */
-};
+#define WATCH_TICK_MS        250  /* loop wake-up: stop requests and reconnect timing */
+#define WATCH_BACKOFF_MIN_MS 500  /* first retry after libvirtd went away */
+#define WATCH_BACKOFF_MAX_MS 5000 /* cap: libvirtd restarts take a few seconds */
+#define WATCH_KEEPALIVE_S    5    /* probe interval; dead after 3 unanswered */
 
 struct libvirt_watch {
     char uri[256];
-    char socket[108];
+    const struct libvirt_watch_ops *ops;
+    void *ctx;
     pthread_t thread;
     atomic_bool stop;
     atomic_bool closed; /* set by the close callback, acted on by the loop */
@@ -71,207 +60,21 @@ quiet_errors(void *opaque, virErrorPtr e)
     (void)e;
 }
 
-/* --- requests to the daemon's control socket --------------------------- */
-
-/* 0, the daemon's errno (> 0), or -errno when it cannot be reached. */
-static int
-watch_call(struct libvirt_watch *w, const struct ctl_request *req, struct json_object **res,
-           char *msg, size_t len)
-{
-    struct json_object *r0 = NULL;
-    int errnum = 0, r;
-
-    msg[0] = '\0';
-    r = ctl_client_request(w->socket, WATCH_CALL_TIMEOUT_MS, req, &r0, &errnum, msg, len);
-    if (res != NULL)
-        *res = r0;
-    else
-        json_object_put(r0);
-    return r < 0 ? r : errnum;
-}
-
-static struct ctl_request *
-req_new(enum ctl_cmd cmd, const char *name)
-{
-    struct ctl_request *req = calloc(1, sizeof(*req));
-
-    if (req == NULL)
-        return NULL;
-    req->cmd = cmd;
-    snprintf(req->name, sizeof(req->name), "%s", name != NULL ? name : "");
-    return req;
-}
-
-/* A new reference to member `key` of the result of a no-argument command. */
-static int
-watch_query(struct libvirt_watch *w, enum ctl_cmd cmd, const char *key, struct json_object **out,
-            char *msg, size_t len)
-{
-    struct ctl_request *req = req_new(cmd, NULL);
-    struct json_object *res = NULL, *v;
-    int r;
-
-    *out = NULL;
-    if (req == NULL)
-        return -ENOMEM;
-    req->pool_op = CTL_POOL_LIST;
-    r = watch_call(w, req, &res, msg, len);
-    if (r == 0 && json_object_object_get_ex(res, key, &v))
-        *out = json_object_get(v);
-    else if (r == 0) {
-        snprintf(msg, len, "%s: no %s in the reply", ctl_cmd_name(cmd), key);
-        r = -EPROTO;
-    }
-    json_object_put(res);
-    free(req);
-    return r;
-}
-
-/* The attached domain `name` from `list` (a new reference), or NULL. */
-static int
-watch_domain(struct libvirt_watch *w, const char *name, struct json_object **dom, char *msg,
-             size_t len)
-{
-    struct json_object *doms, *d, *n;
-    int r = watch_query(w, CTL_LIST, "domains", &doms, msg, len);
-
-    *dom = NULL;
-    for (size_t i = 0; r == 0 && i < json_object_array_length(doms); i++) {
-        d = json_object_array_get_idx(doms, i);
-        if (json_object_object_get_ex(d, "name", &n) &&
-            strcmp(json_object_get_string(n), name) == 0)
-            *dom = json_object_get(d);
-    }
-    json_object_put(doms);
-    return r;
-}
-
-static const char *
-json_str(struct json_object *o, const char *key)
-{
-    struct json_object *v;
-
-    return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-/* Attach `name` (its threads found by the daemon from libvirt's status file). */
-static int
-watch_attach(struct libvirt_watch *w, const char *name, const char *pool,
-             const struct libvirt_meta *m, struct json_object *params, char *msg, size_t len)
-{
-    struct ctl_request *req = req_new(CTL_ATTACH, name);
-    int r = 0;
-
-    if (req == NULL)
-        return -ENOMEM;
-    req->target = CTL_TARGET_LIBVIRT;
-    snprintf(req->libvirt, sizeof(req->libvirt), "%s", name);
-    snprintf(req->pool, sizeof(req->pool), "%s", pool);
-    for (size_t i = 0; m != NULL && i < m->nr_params && r == 0; i++)
-        r = ctl_request_add_param(req, m->keys[i], m->vals[i], msg, len);
-    if (params != NULL) {
-        json_object_object_foreach(params, k, v)
-        {
-            if (r == 0)
-                r = ctl_request_add_param(req, k, json_object_get_string(v), msg, len);
-        }
-    }
-    if (r == 0)
-        r = watch_call(w, req, NULL, msg, len);
-    free(req);
-    return r;
-}
-
-static int
-watch_simple(struct libvirt_watch *w, enum ctl_cmd cmd, const char *name,
-             const struct libvirt_meta *m, char *msg, size_t len)
-{
-    struct ctl_request *req = req_new(cmd, name);
-    int r = 0;
-
-    if (req == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; m != NULL && i < m->nr_params && r == 0; i++)
-        r = ctl_request_add_param(req, m->keys[i], m->vals[i], msg, len);
-    if (r == 0)
-        r = watch_call(w, req, NULL, msg, len);
-    free(req);
-    return r;
-}
-
-/* --- applying a domain's metadata --------------------------------------- */
-
-/* Move attached `dom` to `pool`; on refusal put it back as it was. */
-static int
-watch_move(struct libvirt_watch *w, const char *name, struct json_object *dom, const char *pool,
-           const struct libvirt_meta *m, char *msg, size_t len)
-{
-    struct json_object *old = NULL;
-    char undo[256];
-    int r;
-
-    json_object_object_get_ex(dom, "params", &old);
-    r = watch_simple(w, CTL_DETACH, name, NULL, msg, len);
-    if (r != 0)
-        return r;
-    r = watch_attach(w, name, pool, m, NULL, msg, len);
-    if (r != 0 && watch_attach(w, name, json_str(dom, "pool"), NULL, old, undo, sizeof(undo)) != 0)
-        log_warnx("libvirt domain %s: could not restore it to pool %s: %s", name,
-                  json_str(dom, "pool"), undo);
-    return r;
-}
-
-/* Attach (dom NULL), set or move a domain per its metadata `m`. */
-static int
-watch_update(struct libvirt_watch *w, const char *name, struct json_object *dom,
-             const struct libvirt_meta *m, char *msg, size_t len)
-{
-    struct json_object *pools = NULL;
-    char pool[VS_NAME_SIZE];
-    int r;
-
-    r = watch_query(w, CTL_POOL, "pools", &pools, msg, len);
-    if (r == 0)
-        r = libvirt_meta_choose_pool(m, pools, dom ? json_str(dom, "pool") : NULL, pool,
-                                     sizeof(pool), msg, len);
-    json_object_put(pools);
-    if (r != 0)
-        return r;
-    if (dom == NULL)
-        return watch_attach(w, name, pool, m, NULL, msg, len);
-    if (strcmp(pool, json_str(dom, "pool")) != 0)
-        return watch_move(w, name, dom, pool, m, msg, len);
-    return m->nr_params > 0 ? watch_simple(w, CTL_SET, name, m, msg, len) : 0;
-}
-
-/* Bring the daemon in line with metadata `m` of running domain `name`. */
+/* Hand domain `name`'s metadata `m` to the daemon and log what it did. */
 static void
 watch_apply(struct libvirt_watch *w, const char *name, const struct libvirt_meta *m,
-            enum watch_mode mode)
+            enum libvirt_sync mode)
 {
-    struct json_object *dom = NULL;
-    char msg[512], desc[256];
-    const char *what = NULL;
+    char msg[512] = "", desc[256], what[128] = "";
     int r;
 
     libvirt_meta_format(m, desc, sizeof(desc));
-    r = watch_domain(w, name, &dom, msg, sizeof(msg));
-    if (r == 0 && dom == NULL && m->present) {
-        what = "attached";
-        r = watch_update(w, name, NULL, m, msg, sizeof(msg));
-    } else if (r == 0 && dom != NULL && mode == WATCH_FULL && m->present) {
-        what = "updated";
-        r = watch_update(w, name, dom, m, msg, sizeof(msg));
-    } else if (r == 0 && dom != NULL && mode == WATCH_FULL) {
-        what = "metadata removed: detached";
-        r = watch_simple(w, CTL_DETACH, name, NULL, msg, sizeof(msg));
-    }
-    if (r != 0)
-        log_warnx("libvirt domain %s: metadata not applied, nothing changed (%s): %s: %s", name,
-                  desc, r < 0 ? w->socket : ctl_errno_name(r), msg);
-    else if (what != NULL)
+    r = w->ops->sync(w->ctx, name, m, mode, what, sizeof(what), msg, sizeof(msg));
+    if (r < 0)
+        log_warnx("libvirt domain %s: metadata not applied, nothing changed (%s): %s", name, desc,
+                  msg);
+    else if (what[0] != '\0')
         log_info("libvirt domain %s: %s (%s)", name, what, desc[0] ? desc : "defaults");
-    json_object_put(dom);
 }
 
 /*
@@ -279,7 +82,7 @@ watch_apply(struct libvirt_watch *w, const char *name, const struct libvirt_meta
  * "no metadata"; an invalid one is one error line and changes nothing.
  */
 static void
-watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum watch_mode mode)
+watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum libvirt_sync mode)
 {
     const char *name = virDomainGetName(dom);
     struct libvirt_meta *m = calloc(1, sizeof(*m));
@@ -287,7 +90,7 @@ watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum watch_mode mod
     char *xml;
 
     if (m == NULL || name == NULL || !names_valid(name)) {
-        if (m != NULL && name != NULL && mode == WATCH_FULL)
+        if (m != NULL && name != NULL && mode == LIBVIRT_SYNC_FULL)
             log_warnx("libvirt domain: a name vcpusched does not accept (1-63 of "
                       "A-Za-z0-9_.:+@-): ignored");
         free(m);
@@ -312,7 +115,7 @@ on_metadata(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri, v
     (void)conn;
     if (type == VIR_DOMAIN_METADATA_ELEMENT && nsuri != NULL &&
         strcmp(nsuri, LIBVIRT_META_NS) == 0 && virDomainIsActive(dom) == 1)
-        watch_domain_sync(opaque, dom, WATCH_FULL);
+        watch_domain_sync(opaque, dom, LIBVIRT_SYNC_FULL);
     return 0;
 }
 
@@ -327,12 +130,12 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail, void *
     (void)conn;
     (void)detail;
     if (event == VIR_DOMAIN_EVENT_STARTED) {
-        watch_domain_sync(w, dom, WATCH_ATTACH_ONLY);
+        watch_domain_sync(w, dom, LIBVIRT_SYNC_ATTACH_ONLY);
     } else if (event == VIR_DOMAIN_EVENT_STOPPED && name != NULL && names_valid(name)) {
-        r = watch_simple(w, CTL_DETACH, name, NULL, msg, sizeof(msg));
+        r = w->ops->stopped(w->ctx, name, msg, sizeof(msg));
         if (r == 0)
             log_info("libvirt domain %s: stopped: detached", name);
-        else if (r != ENOENT)
+        else if (r != -ENOENT)
             log_warnx("libvirt domain %s: stopped: detach: %s", name, msg);
     }
     return 0;
@@ -363,7 +166,7 @@ watch_resync(struct libvirt_watch *w)
     }
     for (int i = 0; i < n; i++) {
         if (!atomic_load(&w->stop))
-            watch_domain_sync(w, doms[i], WATCH_ATTACH_ONLY);
+            watch_domain_sync(w, doms[i], LIBVIRT_SYNC_ATTACH_ONLY);
         virDomainFree(doms[i]);
     }
     free(doms);
@@ -490,8 +293,8 @@ watch_main(void *arg)
 }
 
 int
-libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char *socket, char *err,
-                    size_t errlen)
+libvirt_watch_start(struct libvirt_watch **out, const char *uri,
+                    const struct libvirt_watch_ops *ops, void *ctx, char *err, size_t errlen)
 {
     struct libvirt_watch *w = calloc(1, sizeof(*w));
     int r;
@@ -500,7 +303,8 @@ libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char *soc
     if (w == NULL)
         return -ENOMEM;
     snprintf(w->uri, sizeof(w->uri), "%s", uri);
-    snprintf(w->socket, sizeof(w->socket), "%s", socket);
+    w->ops = ops;
+    w->ctx = ctx;
     w->cb_meta = w->cb_life = -1;
     w->backoff_ms = WATCH_BACKOFF_MIN_MS;
     clock_gettime(CLOCK_MONOTONIC, &w->next_try);

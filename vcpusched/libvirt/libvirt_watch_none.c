@@ -10,10 +10,11 @@
 #include "libvirt_watch.h"
 
 int
-libvirt_watch_start(struct libvirt_watch **out, const char *uri, const char *socket, char *err,
-                    size_t errlen)
+libvirt_watch_start(struct libvirt_watch **out, const char *uri,
+                    const struct libvirt_watch_ops *ops, void *ctx, char *err, size_t errlen)
 {
-    (void)socket;
+    (void)ops;
+    (void)ctx;
     *out = NULL;
     snprintf(err, errlen, "%s: this vcpuschedd was built without libvirt (VCPUSCHED_LIBVIRT)", uri);
     return -ENOTSUP;

@@ -448,6 +448,45 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
     collect(p);
 }
 
+int
+pool_dom_params_for(const struct pool_dom *d, const struct policy_ops *ops, const struct kv *kv,
+                    size_t n, struct kv *out, char *err)
+{
+    static const struct kv background = {BGCLASS_KEY, "background"};
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX], own[VS_PARAMS_MAX];
+    struct policy_values val;
+    size_t nown = kvs_view(&d->params, own), k = 0, pn, cn;
+    int r, bg;
+
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    bgclass_split(kv, n, true, pk, &pn, ck, &cn);
+    r = bgclass_dom_parse(ck, cn, &bg, err);
+    if (r == 0)
+        r = policy_values_parse(ops->dom_params, pk, pn, false, &val, err);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < nown; i++) {
+        bool given = false;
+
+        for (size_t j = 0; j < pn && !given; j++)
+            given = strcmp(pk[j].key, own[i].key) == 0;
+        if (!given && policy_param_index(ops->dom_params, own[i].key) >= 0)
+            out[k++] = own[i];
+    }
+    /* Every key is in one schema (parsing refuses duplicates): k + n fits. */
+    for (size_t j = 0; j < pn && k < VS_PARAMS_MAX; j++)
+        out[k++] = pk[j];
+    /* The class goes along unless kv says otherwise. */
+    if (cn > 0 && k < VS_PARAMS_MAX)
+        out[k++] = ck[cn - 1];
+    else if (d->background && k < VS_PARAMS_MAX)
+        out[k++] = background;
+    return (int)k;
+}
+
 /*
  * The policy's part of pool_set: store first (it may fail for memory),
  * then apply; the store is restored if the policy refuses.

@@ -124,6 +124,16 @@ int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
 void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
 struct pool_dom *pool_dom_find(struct pool *p, const char *name);
 
+/*
+ * The parameters domain `d` takes into a pool running `ops` (a move): its
+ * own that `ops` knows (the others are dropped, as in pool_switch), each
+ * replaced by the same key of kv[0..n), plus the other keys of kv. kv is
+ * checked strictly against `ops` first. out[] points into d's store and
+ * kv. Returns how many (at most VS_PARAMS_MAX), or -EINVAL with `err`.
+ */
+int pool_dom_params_for(const struct pool_dom *d, const struct policy_ops *ops, const struct kv *kv,
+                        size_t n, struct kv *out, char *err);
+
 /* Change domain (d != NULL) or pool parameters; nothing changes on error. */
 int pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now,
              char *err);

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * test_move.c - sched_move on the real kernel: two pools, one on each CPU
+ * of a 2-CPU host (the core, unlike the daemon, lets a test use the
+ * housekeeping CPU), real SCHED_FIFO threads that mostly sleep, a real
+ * cgroup v1 cpuset. A refused move (unknown pool, a parameter the new
+ * policy refuses, a cpuset without the new pool's CPUs) leaves every
+ * thread exactly where and as it was; a move re-pins and re-parents.
+ * Needs root (exits 77 otherwise); runs under run-exclusive.
+ */
+#include <check.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/sched_core.h"
+#include "host/topology.h"
+
+#define NR_THREADS 2
+#define CPUSET_V1  "/sys/fs/cgroup/cpuset"
+
+struct fixture {
+    char dir[64], path[96];
+    struct statefile sf;
+    struct events *ev;
+    struct sched *s;
+    pthread_t th[NR_THREADS];
+    _Atomic pid_t tids[NR_THREADS];
+    atomic_bool stop;
+};
+
+static struct fixture fx;
+
+/* A vCPU-like thread: wakes every 2 ms for a moment (the CPUs stay free). */
+static void *
+sleeper(void *arg)
+{
+    struct timespec ts = {0, 2000000};
+
+    atomic_store((_Atomic pid_t *)arg, (pid_t)syscall(SYS_gettid));
+    while (!atomic_load(&fx.stop))
+        nanosleep(&ts, NULL);
+    return NULL;
+}
+
+static void
+pool_on(const char *name, int cpu, const char *policy)
+{
+    struct policy_cpu pc;
+    char err[256] = "";
+
+    ck_assert_msg(topology_describe(&cpu, 1, &pc, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_msg(sched_pool_create(fx.s, name, &pc, 1, policy, NULL, 0, err, sizeof(err)) == 0,
+                  "%s", err);
+}
+
+static void
+setup(void)
+{
+    struct sched_config cfg = {
+        .pattern = SCHED_SHARED,
+        .prio = {10, 11, 12},
+        .move_rt_cgroup = true,
+        .proc_poll_ns = 1000000,
+    };
+    struct kv w = {"weight", "512"};
+    pid_t tids[NR_THREADS];
+    char err[256] = "";
+
+    snprintf(fx.dir, sizeof(fx.dir), "/tmp/vcpusched-move-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+    snprintf(fx.path, sizeof(fx.path), "%s/state", fx.dir);
+    ck_assert_msg(statefile_open(&fx.sf, fx.path, err, sizeof(err)) == 0 &&
+                      statefile_own(&fx.sf, fx.path, 1000, err, sizeof(err)) == 0,
+                  "%s", err);
+    ck_assert_msg(events_open(&fx.ev, EVENTS_AUTO, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_msg(sched_create(&fx.s, &cfg, &fx.sf, fx.ev, err, sizeof(err)) == 0, "%s", err);
+    pool_on("a", 1, "credit");
+    pool_on("b", 0, "credit2");
+    atomic_store(&fx.stop, false);
+    for (int i = 0; i < NR_THREADS; i++) {
+        atomic_store(&fx.tids[i], 0);
+        ck_assert_int_eq(pthread_create(&fx.th[i], NULL, sleeper, &fx.tids[i]), 0);
+        while (atomic_load(&fx.tids[i]) == 0)
+            sched_yield();
+        tids[i] = atomic_load(&fx.tids[i]);
+    }
+    ck_assert_msg(sched_attach(fx.s, "vm", "a", getpid(), tids, NR_THREADS, &w, 1, "tids", err,
+                               sizeof(err)) == 0,
+                  "%s", err);
+}
+
+static void
+teardown(void)
+{
+    atomic_store(&fx.stop, true);
+    sched_destroy(fx.s); /* gives every thread back */
+    for (int i = 0; i < NR_THREADS; i++)
+        pthread_join(fx.th[i], NULL);
+    events_close(fx.ev);
+    (void)statefile_restore_all(&fx.sf);
+    statefile_disown(&fx.sf);
+    statefile_close(&fx.sf);
+    unlink(fx.path);
+    rmdir(fx.dir);
+}
+
+/* One thread as the kernel and the core see it. */
+struct seen {
+    int policy;
+    cpu_set_t aff;
+};
+
+struct placement {
+    char pool[VS_NAME_SIZE];
+    char params[256];
+    struct seen t[NR_THREADS];
+};
+
+static void
+placement_get(struct placement *p)
+{
+    struct json_object *d = sched_json_domain(fx.s, "vm"), *v;
+
+    memset(p, 0, sizeof(*p));
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(sched_dom_pool(fx.s, "vm", p->pool, sizeof(p->pool)), 0);
+    ck_assert(json_object_object_get_ex(d, "params", &v));
+    snprintf(p->params, sizeof(p->params), "%s", json_object_to_json_string(v));
+    json_object_put(d);
+    for (int i = 0; i < NR_THREADS; i++) {
+        p->t[i].policy = sched_getscheduler(fx.tids[i]) & ~SCHED_RESET_ON_FORK;
+        ck_assert_int_eq(sched_getaffinity(fx.tids[i], sizeof(cpu_set_t), &p->t[i].aff), 0);
+    }
+}
+
+static void
+assert_placement(const struct placement *want, const char *what)
+{
+    struct placement got;
+
+    placement_get(&got);
+    ck_assert_msg(strcmp(got.pool, want->pool) == 0, "%s: pool %s, not %s", what, got.pool,
+                  want->pool);
+    ck_assert_msg(strcmp(got.params, want->params) == 0, "%s: params %s, not %s", what, got.params,
+                  want->params);
+    for (int i = 0; i < NR_THREADS; i++) {
+        ck_assert_msg(got.t[i].policy == want->t[i].policy, "%s: thread %d policy", what, i);
+        ck_assert_msg(CPU_EQUAL(&got.t[i].aff, &want->t[i].aff), "%s: thread %d affinity", what, i);
+    }
+}
+
+static void
+refused(const char *pool, const struct kv *kv, size_t n, int want, const char *why)
+{
+    struct placement before;
+    char err[256] = "";
+
+    placement_get(&before);
+    ck_assert_str_eq(before.pool, "a");
+    ck_assert_int_eq(sched_move(fx.s, "vm", pool, kv, n, err, sizeof(err)), want);
+    ck_assert_msg(strstr(err, why) != NULL, "message '%s' lacks '%s'", err, why);
+    assert_placement(&before, why);
+}
+
+START_TEST(test_move_refusals_change_nothing)
+{
+    struct kv zero = {"weight", "0"}, odd = {"slice_us", "5"};
+    char err[256];
+
+    refused("nope", NULL, 0, -ENOENT, "no pool nope");
+    refused("a", NULL, 0, -EEXIST, "in pool a already");
+    refused("b", &zero, 1, -EINVAL, "weight");
+    refused("b", &odd, 1, -EINVAL, "slice_us");
+    ck_assert_int_eq(sched_move(fx.s, "ghost", "b", NULL, 0, err, sizeof(err)), -ENOENT);
+}
+END_TEST
+
+static void
+write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "we");
+
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_msg(fclose(f) == 0, "%s: %s", path, strerror(errno));
+}
+
+START_TEST(test_move_refused_by_cpuset)
+{
+    char cg[128], path[192], buf[64], mems[64] = "0";
+    cpu_set_t one;
+    FILE *f;
+
+    snprintf(cg, sizeof(cg), CPUSET_V1 "/vcpusched-test-move-%d", (int)getpid());
+    if (access(CPUSET_V1 "/tasks", W_OK) != 0 || mkdir(cg, 0755) != 0) {
+        fprintf(stderr, "test_move: no cgroup v1 cpuset hierarchy: cpuset case skipped\n");
+        return;
+    }
+    f = fopen(CPUSET_V1 "/cpuset.mems", "re");
+    if (f != NULL && fgets(mems, sizeof(mems), f) == NULL)
+        snprintf(mems, sizeof(mems), "0");
+    if (f != NULL)
+        fclose(f);
+    snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
+    write_file(path, mems);
+    snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
+    write_file(path, "1"); /* pool a's CPU only */
+    snprintf(path, sizeof(path), "%s/tasks", cg);
+    snprintf(buf, sizeof(buf), "%d", (int)fx.tids[1]);
+    write_file(path, buf);
+    refused("b", NULL, 0, -EINVAL, "its cgroup cpuset");
+    /* Back to the root cpuset, which widens the affinity: pin it again. */
+    write_file(CPUSET_V1 "/tasks", buf);
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    ck_assert_int_eq(sched_setaffinity(fx.tids[1], sizeof(one), &one), 0);
+    ck_assert_int_eq(rmdir(cg), 0);
+}
+END_TEST
+
+START_TEST(test_move_and_back)
+{
+    struct kv cap = {"cap", "50"};
+    struct placement p;
+    char err[256] = "";
+
+    ck_assert_msg(sched_move(fx.s, "vm", "b", &cap, 1, err, sizeof(err)) == 0, "%s", err);
+    placement_get(&p);
+    ck_assert_str_eq(p.pool, "b");
+    /* weight carried (credit2 knows it), cap given. */
+    ck_assert_msg(strstr(p.params, "\"weight\": \"512\"") != NULL &&
+                      strstr(p.params, "\"cap\": \"50\"") != NULL,
+                  "%s", p.params);
+    for (int i = 0; i < NR_THREADS; i++) {
+        ck_assert_int_eq(p.t[i].policy, SCHED_FIFO);
+        ck_assert(CPU_COUNT(&p.t[i].aff) == 1 && CPU_ISSET(0, &p.t[i].aff));
+    }
+    ck_assert_msg(sched_move(fx.s, "vm", "a", NULL, 0, err, sizeof(err)) == 0, "%s", err);
+    placement_get(&p);
+    ck_assert_str_eq(p.pool, "a");
+    for (int i = 0; i < NR_THREADS; i++) {
+        ck_assert_int_eq(p.t[i].policy, SCHED_FIFO);
+        ck_assert(CPU_COUNT(&p.t[i].aff) == 1 && CPU_ISSET(1, &p.t[i].aff));
+    }
+    ck_assert_int_eq(sched_detach(fx.s, "vm", err, sizeof(err)), 0);
+    for (int i = 0; i < NR_THREADS; i++)
+        ck_assert_int_eq(sched_getscheduler(fx.tids[i]) & ~SCHED_RESET_ON_FORK, SCHED_OTHER);
+}
+END_TEST
+
+static Suite *
+move_suite(void)
+{
+    Suite *s = suite_create("move");
+    TCase *tc = tcase_create("move");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_move_refusals_change_nothing);
+    tcase_add_test(tc, test_move_refused_by_cpuset);
+    tcase_add_test(tc, test_move_and_back);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr;
+    int failed;
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "test_move: needs root (SCHED_FIFO, cgroups); skipped\n");
+        return 77;
+    }
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        fprintf(stderr, "test_move: needs 2 CPUs; skipped\n");
+        return 77;
+    }
+    sr = srunner_create(move_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
