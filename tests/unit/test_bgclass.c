@@ -535,6 +535,32 @@ START_TEST(test_inactive_after_last_leaves)
 }
 END_TEST
 
+/* A move to another pool takes the class along, unless it is given. */
+START_TEST(test_move_carries_class)
+{
+    static const struct kv fg[] = {{"class", "foreground"}}, bad[] = {{"class", "x"}};
+    char err[POLICY_ERRLEN];
+    struct kv out[VS_PARAMS_MAX];
+    struct sim s;
+    struct pool_dom *b;
+    int n;
+
+    sim_start(&s, "credit", 1, NULL);
+    b = sim_add_ok(&s, "B", 1, sim_busy(), "weight=300 class=background");
+    n = pool_dom_params_for(b, policy_find("rr"), NULL, 0, out, err);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(out[0].key, "class");
+    ck_assert_str_eq(out[0].val, "background");
+    n = pool_dom_params_for(b, policy_find("credit2"), fg, 1, out, err);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(out[0].key, "weight");
+    ck_assert_str_eq(out[1].val, "foreground");
+    ck_assert_int_eq(pool_dom_params_for(b, policy_find("credit2"), bad, 1, out, err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "class: 'x'"));
+    sim_fini(&s);
+}
+END_TEST
+
 /* --- random scenarios: the layer's invariants after every step --- */
 
 /* Recount everything from the vCPUs and compare with the layer's state. */
@@ -676,6 +702,7 @@ bgclass_suite(void)
     tcase_add_test(tc, test_alpha_pauses_policy_decision);
     tcase_add_test(tc, test_bad_parameters_change_nothing);
     tcase_add_test(tc, test_params_shown);
+    tcase_add_test(tc, test_move_carries_class);
     tcase_add_loop_test(tc, test_inactive_after_last_leaves, 0, NPOLS);
     tcase_add_loop_test(tc, test_random_scenarios, 0, 60);
     suite_add_tcase(s, tc);
