@@ -81,7 +81,8 @@ class BackgroundClassTest(vstest.DaemonTestCase):
               f"hogs {busy:.3f} of the CPU beside it, {batch:.3f} after beta "
               f"({alone_fg:.3f} as foreground domains); "
               f"gap slices {st['bg_gap_slices']}, alpha {st['bg_alpha_slices']}, "
-              f"batch entered {st2['bg_batch_enters']}, left {st2['bg_batch_exits']}")
+              f"batch entered {st2['bg_batch_enters']}, left {st2['bg_batch_exits']}; "
+              f"missed wakes {d.json('stats')['event_source']['missed_wakes']}")
         self.assertGreater(len(alone), 300)
         self.assertGreater(len(beside), 300)
         self.assertLessEqual(p(beside, 99), 2 * p(alone, 99),

@@ -263,6 +263,7 @@ events_json(struct sched *s)
     json_object_object_add(o, "ring_bytes", json_object_new_int64((int64_t)st.ring_bytes));
     json_object_object_add(o, "watched", json_object_new_int((int)st.watched));
     json_object_object_add(o, "resyncs", json_object_new_int64((int64_t)s->resyncs));
+    json_object_object_add(o, "missed_wakes", json_object_new_int64((int64_t)s->missed_wakes));
     return o;
 }
 
