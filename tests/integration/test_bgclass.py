@@ -26,7 +26,8 @@ import unittest
 
 import vstest
 
-WINDOW_S = 4.0
+WINDOW_S = 4.0  # CPU shares
+LAT_S = 8.0  # latency phases: ~800 wakes, so that p99 is not two or three outliers
 BETA_MS = 500
 
 
@@ -49,14 +50,14 @@ class BackgroundClassTest(vstest.DaemonTestCase):
         # The sleeper alone, then beside two background hogs, in one daemon.
         time.sleep(0.5)
         _, n0 = self.latencies(out, 0)
-        time.sleep(WINDOW_S)
+        time.sleep(LAT_S)
         alone, n1 = self.latencies(out, n0)
         hogs = [self.spawn(), self.spawn()]
         for i, h in enumerate(hogs):
             self.attach(d, f"hog{i}", h, "class=background")
         time.sleep(0.5)
         _, n2 = self.latencies(out, 0)
-        _, wall = vstest.shares([h.tid for h in hogs], WINDOW_S)
+        _, wall = vstest.shares([h.tid for h in hogs], LAT_S)
         beside, _ = self.latencies(out, n2)
         busy = sum(wall.values())
         st = self.pool(d)
@@ -83,8 +84,8 @@ class BackgroundClassTest(vstest.DaemonTestCase):
               f"gap slices {st['bg_gap_slices']}, alpha {st['bg_alpha_slices']}, "
               f"batch entered {st2['bg_batch_enters']}, left {st2['bg_batch_exits']}; "
               f"missed wakes {d.json('stats')['event_source']['missed_wakes']}")
-        self.assertGreater(len(alone), 300)
-        self.assertGreater(len(beside), 300)
+        self.assertGreater(len(alone), 600)
+        self.assertGreater(len(beside), 600)
         self.assertLessEqual(p(beside, 99), 2 * p(alone, 99),
                              "foreground wake-to-run p99 beside background hogs")
         self.assertGreaterEqual(busy, 0.85, "background hogs beside the sleeper (work conservation)")
