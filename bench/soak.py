@@ -340,8 +340,8 @@ def libvirtd_restarts(args, tmp):
     is still managed and a weight change by metadata applies."""
     import test_libvirt as tl  # the same private libvirtd and daemon as the tests
     applied, failures = [], []
-    tl.LibvirtTest.setUpClass()
     try:
+        tl.LibvirtTest.setUpClass()
         cls = tl.LibvirtTest
         cls.create("lvs", vs_sched="policy=credit weight=256")
         ok = vstest.wait_until(lambda: "lvs" in [x["name"] for x in

@@ -43,12 +43,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
     VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON
 
 # ThreadSanitizer on what runs threads: the control server, the event
-# source, the daemon's dispatchers (both patterns) and its libvirt watcher.
+# source, the daemon's dispatchers (both patterns), its libvirt watcher and vCPU
+# resync threads, and a move between pools (integration.move).
 # A report stops the reporting process (halt_on_error): a test, or the
 # daemon, whose log the tests check (tests/integration/vstest.py).
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
     run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON \
-    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|policies|libvirt))$'
+    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|policies|libvirt|move))$'
 
 echo "== format"
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror

@@ -266,6 +266,57 @@ class DaemonTest(unittest.TestCase):
             subprocess.run([os.path.join(vstest.SRC, "vm-images", "stop-guest"), pidfile],
                            capture_output=True)
 
+    # --- vCPU hot-plug ---------------------------------------------------------
+
+    def test_qmp_cpu_device_add_is_managed_within_a_second(self):
+        """A bare QEMU (no guest: hot-plug needs none) with room for a second
+        vCPU, attached by QMP; a CPU device_add on its other QMP monitor:
+        the new vCPU thread is managed within 1 s (QEMU 7.2 sends no event
+        for it), and the first vCPU keeps its record and counters."""
+        d = self.daemon(policy="credit")
+        pidfile = os.path.join(d.dir, "hp.pid")
+        qmp, ours = os.path.join(d.dir, "hp.qmp"), os.path.join(d.dir, "hp-test.qmp")
+        subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-machine", "pc", "-display",
+                        "none", "-nodefaults", "-m", "64", "-smp", "1,maxcpus=2",
+                        "-name", "hp,debug-threads=on", "-qmp", f"unix:{qmp},server=on,wait=off",
+                        "-qmp", f"unix:{ours},server=on,wait=off", "-daemonize",
+                        "-pidfile", pidfile], check=True, capture_output=True)
+        pid = int(vstest.read(pidfile))
+        self.addCleanup(lambda: os.path.exists(f"/proc/{pid}") and os.kill(pid, signal.SIGKILL))
+        d.ctl("attach", "hp", "--qmp", qmp, "weight=384")
+        dom = d.json("list")["domains"][0]
+        self.assertEqual(len(dom["vcpus"]), 1)
+        first = dom["vcpus"][0]["tid"]
+        time.sleep(0.3)
+        run_before = d.json("list")["domains"][0]["vcpus"][0]["run_ns"]
+        with vstest.Qmp(ours) as q:
+            free = [c for c in q.cmd("query-hotpluggable-cpus") if "qom-path" not in c][0]
+            q.cmd("device_add", driver=free["type"], id="cpu1", **free["props"])
+            t0 = time.monotonic()
+            tids = [c["thread-id"] for c in q.cmd("query-cpus-fast")]
+        self.assertEqual(len(tids), 2)
+
+        def both():
+            x = d.json("list")["domains"][0]
+            return sorted(v["tid"] for v in x["vcpus"]) == sorted(tids)
+        took = vstest.wait_until(both, 5.0, step=0.02)
+        self.assertIsNotNone(took, f"new vCPU not managed: {d.json('list')} {d.read_log()[-2000:]}")
+        took = time.monotonic() - t0
+        print(f"\n# QMP CPU hot-plug managed after {took:.3f} s")
+        self.assertLess(took, 1.0)
+        dom = d.json("list")["domains"][0]
+        self.assertEqual(dom["params"]["weight"], "384")
+        v0 = [v for v in dom["vcpus"] if v["tid"] == first][0]
+        self.assertEqual(v0["index"], 0)
+        self.assertGreaterEqual(v0["run_ns"], run_before)  # its state was not reset
+        self.assertEqual([v["index"] for v in dom["vcpus"]], [0, 1])
+        for t in tids:
+            self.assertTrue(vstest.is_fifo(t))
+            self.assertEqual(os.sched_getaffinity(t), {MANAGED_CPU})
+        d.ctl("detach", "hp")
+        for t in tids:
+            self.assertEqual(vstest.policy(t), os.SCHED_OTHER)
+
     # --- threads that vanish ---------------------------------------------------
 
     def start_guest(self, d, name, smp=2):

@@ -10,7 +10,8 @@ without metadata is untouched; (b) `virsh metadata --live` changes a weight;
 changes nothing and is logged; (d) the hook attaches a background domain,
 destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
-(f) a daemon started after the domain attaches it (resync).
+(f) a daemon started after the domain attaches it (resync); (g) vCPU
+hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s.
 
 Run: tests/integration/run-exclusive python3 -m unittest -v test_libvirt
 (root; VCPUSCHED_BUILD=build dir)."""
@@ -35,6 +36,7 @@ INSTALL = os.path.join(vstest.SRC, "libvirt-hooks", "install.sh")
 HOOK = os.path.join(vstest.BUILD, "libvirt-hooks", "vcpusched-hook")
 NS_URI = "https://vcpusched.org/xmlns/1"
 APPLY_S = 2.0  # a metadata change must show in `list` within this
+HOTPLUG_S = 1.0  # a hot-plugged or unplugged vCPU must show in `list` within this
 
 
 def missing_tools():
@@ -127,13 +129,17 @@ class LibvirtTest(unittest.TestCase):
         return cls.lv("virsh", "-q", *args, check=check)
 
     @classmethod
-    def create(cls, name, vs_sched=None, smp=2):
+    def create(cls, name, vs_sched=None, smp=2, current=None, extra=None):
         args = [MKDOMXML, "--kernel", cls.image["VS_KERNEL"], "--initrd", cls.image["VS_INITRD"],
-                "--name", name, "--role", "idle", "--smp", str(smp), 
+                "--name", name, "--role", "idle", "--smp", str(smp),
                 "--serial", os.path.join(cls.T, f"{name}.log"),
                 "-o", os.path.join(cls.T, f"{name}.xml")]
         if vs_sched:
             args += ["--vs-sched", vs_sched]
+        if current:
+            args += ["--vcpus-current", str(current)]
+        if extra:
+            args += ["--extra-cmdline", extra]
         subprocess.run(args, check=True)
         cls.virsh("create", os.path.join(cls.T, f"{name}.xml"))
 
@@ -306,6 +312,79 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, "still attached after the metadata was removed")
         for t in tids + off:
             self.assertFalse(vstest.is_fifo(t))
+
+    def wait_vcpus_like_status(self, name, n):
+        """Wait until libvirt's status file lists n vCPU threads, then until
+        the daemon manages exactly those; returns (seconds from the status
+        file's change to the daemon's, the tids)."""
+        got = [None]
+
+        def status_has_n():
+            got[0] = self.status_vcpus(name)[1]
+            return len(got[0]) == n
+        self.assertIsNotNone(vstest.wait_until(status_has_n, 60, step=0.02),
+                             f"libvirt never listed {n} vcpus of {name}: {got[0]}")
+        t0, tids = time.monotonic(), got[0]
+        t, dom = self.wait_domain(name, lambda d: d and [v["tid"] for v in d["vcpus"]] == tids,
+                                  timeout=10)
+        self.assertIsNotNone(t, f"{name}: daemon has {dom}, libvirt {tids}: "
+                                f"{self.daemon.read_log()[-2000:]}")
+        return time.monotonic() - t0, tids
+
+    def test_g_vcpu_hotplug_and_unplug(self):
+        # Kernel messages on the console: the test waits for the guest to
+        # take the new CPU before it asks for the unplug.
+        self.create("vs-lv-hp", "policy=credit weight=384", smp=2, current=1,
+                    extra="vs.debug=1 loglevel=7")
+        self.addCleanup(self.virsh, "destroy", "vs-lv-hp", check=False)
+        _, (first,) = self.status_vcpus("vs-lv-hp")
+        dom = self.domain("vs-lv-hp")
+        self.assertEqual([v["tid"] for v in dom["vcpus"]], [first])
+        # The guest must be up to answer the unplug (ACPI eject).
+        log = os.path.join(self.T, "vs-lv-hp.log")
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: os.path.exists(log) and "VS-READY" in vstest.read(log), 60, step=0.2))
+        run_before = self.domain("vs-lv-hp")["vcpus"][0]["run_ns"]
+
+        self.virsh("setvcpus", "vs-lv-hp", "2", "--live")
+        took, tids = self.wait_vcpus_like_status("vs-lv-hp", 2)
+        print(f"\n# setvcpus 2 --live: managed {took:.3f} s after the status file listed it")
+        self.assertLess(took, HOTPLUG_S)
+        dom = self.domain("vs-lv-hp")
+        self.assertEqual(dom["params"]["weight"], "384")
+        self.assertEqual(dom["vcpus"][0]["tid"], first)
+        self.assertGreaterEqual(dom["vcpus"][0]["run_ns"], run_before)  # not reset
+        for t in tids:
+            self.assertTrue(vstest.is_fifo(t), f"vcpu thread {t} is not SCHED_FIFO")
+
+        # An eject request that arrives while the guest still handles the
+        # insertion is lost: wait for the guest to have the CPU. libvirt
+        # waits up to 5 s for QEMU to report the removal, so virsh runs
+        # beside the test, which watches the thread itself.
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: "CPU1 has been hot-added" in vstest.read(log), 30, step=0.1),
+            f"the guest never took the new CPU: {vstest.read(log)[-1500:]}")
+        time.sleep(0.5)
+        pid, _ = self.status_vcpus("vs-lv-hp")
+        gone = tids[1]
+        virsh = subprocess.Popen([LV, "virsh", "-q", "setvcpus", "vs-lv-hp", "1", "--live"],
+                                 env=self.env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        self.addCleanup(virsh.wait)
+        # QEMU 7.2 may not tell libvirt that the unplug completed (the status
+        # file then keeps the vCPU): the thread's exit says it.
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: not os.path.exists(f"/proc/{pid}/task/{gone}"), 60, step=0.02),
+            f"vcpu thread {gone} still there: {vstest.read(log)[-1500:]}")
+        t0 = time.monotonic()
+        t, dom = self.wait_domain("vs-lv-hp", lambda d: d and [v["tid"] for v in d["vcpus"]] ==
+                                  [first], timeout=10)
+        self.assertIsNotNone(t, f"unplugged vcpu not dropped: {dom}")
+        took = time.monotonic() - t0
+        print(f"# setvcpus 1 --live: dropped {took:.3f} s after its thread exited")
+        self.assertLess(took, HOTPLUG_S)
+        self.assertTrue(vstest.is_fifo(first))
+        self.virsh("destroy", "vs-lv-hp")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
  * cgroup v1 cpuset. A refused move (unknown pool, a parameter the new
  * policy refuses, a cpuset without the new pool's CPUs) leaves every
  * thread exactly where and as it was; a move re-pins and re-parents.
+ * Also vCPU hot-plug in the core (sched_dom_update): a new thread joins
+ * the domain managed, a vanished one leaves, the others stay as they are.
  * Needs root (exits 77 otherwise); runs under run-exclusive.
  */
 #include <check.h>
@@ -94,8 +96,8 @@ setup(void)
             sched_yield();
         tids[i] = atomic_load(&fx.tids[i]);
     }
-    ck_assert_msg(sched_attach(fx.s, "vm", "a", getpid(), tids, NR_THREADS, &w, 1, "tids", err,
-                               sizeof(err)) == 0,
+    ck_assert_msg(sched_attach(fx.s, "vm", "a", getpid(), tids, NR_THREADS, &w, 1, "tids", NULL,
+                               err, sizeof(err)) == 0,
                   "%s", err);
 }
 
@@ -258,6 +260,69 @@ START_TEST(test_move_and_back)
 }
 END_TEST
 
+static atomic_bool third_stop;
+
+static void *
+third_sleeper(void *arg)
+{
+    struct timespec ts = {0, 2000000};
+
+    atomic_store((_Atomic pid_t *)arg, (pid_t)syscall(SYS_gettid));
+    while (!atomic_load(&third_stop))
+        nanosleep(&ts, NULL);
+    return NULL;
+}
+
+START_TEST(test_vcpu_plug_and_unplug)
+{
+    pid_t tids[NR_THREADS + 1];
+    _Atomic pid_t third = 0;
+    struct placement before, after;
+    struct json_object *d, *v;
+    char err[256] = "";
+    pthread_t th;
+
+    for (int i = 0; i < NR_THREADS; i++)
+        tids[i] = fx.tids[i];
+    placement_get(&before);
+    ck_assert_int_eq(sched_dom_update(fx.s, "vm", getpid(), tids, NR_THREADS, err, sizeof(err)), 0);
+    ck_assert_int_eq(sched_dom_update(fx.s, "vm", getpid(), tids, 0, err, sizeof(err)), 0);
+    ck_assert_int_eq(sched_dom_update(fx.s, "vm", getpid() + 1, tids, 1, err, sizeof(err)), -ESRCH);
+    ck_assert_int_eq(sched_dom_update(fx.s, "nope", getpid(), tids, 1, err, sizeof(err)), -ENOENT);
+
+    atomic_store(&third_stop, false);
+    ck_assert_int_eq(pthread_create(&th, NULL, third_sleeper, &third), 0);
+    while (atomic_load(&third) == 0)
+        sched_yield();
+    tids[NR_THREADS] = atomic_load(&third);
+    ck_assert_msg(sched_dom_update(fx.s, "vm", getpid(), tids, NR_THREADS + 1, err, sizeof(err)) ==
+                      1,
+                  "%s", err);
+    d = sched_json_domain(fx.s, "vm");
+    ck_assert(json_object_object_get_ex(d, "vcpus", &v));
+    ck_assert_uint_eq(json_object_array_length(v), NR_THREADS + 1);
+    json_object_put(d);
+    ck_assert_int_eq(sched_getscheduler(tids[NR_THREADS]) & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+    /* The first vCPUs were not touched; parameters are the domain's. */
+    placement_get(&after);
+    ck_assert_str_eq(after.params, before.params);
+    for (int i = 0; i < NR_THREADS; i++) {
+        ck_assert_int_eq(after.t[i].policy, before.t[i].policy);
+        ck_assert(CPU_EQUAL(&after.t[i].aff, &before.t[i].aff));
+    }
+
+    atomic_store(&third_stop, true);
+    pthread_join(th, NULL);
+    ck_assert_msg(sched_dom_update(fx.s, "vm", getpid(), tids, NR_THREADS, err, sizeof(err)) == 1,
+                  "%s", err);
+    d = sched_json_domain(fx.s, "vm");
+    ck_assert(json_object_object_get_ex(d, "vcpus", &v));
+    ck_assert_uint_eq(json_object_array_length(v), NR_THREADS);
+    json_object_put(d);
+    assert_placement(&before, "after the unplug");
+}
+END_TEST
+
 static Suite *
 move_suite(void)
 {
@@ -269,6 +334,7 @@ move_suite(void)
     tcase_add_test(tc, test_move_refusals_change_nothing);
     tcase_add_test(tc, test_move_refused_by_cpuset);
     tcase_add_test(tc, test_move_and_back);
+    tcase_add_test(tc, test_vcpu_plug_and_unplug);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -39,6 +39,9 @@ check "mkdomxml for an idle guest writes no NIC" xml_lacks '<interface' "${idle[
 check "mkdomxml refuses a relative serial path" refuses --name k --role idle --serial k.log
 check "mkdomxml refuses a bad --vs-sched" refuses "${idle[@]}" --vs-sched 'policy=<x>'
 check "mkdomxml refuses a bad CPU list" refuses "${idle[@]}" --vcpu-cpus one
+check "mkdomxml --vcpus-current leaves vCPUs to hot-plug" \
+    xml_has "<vcpu placement='static' current='1'>2</vcpu>" "${idle[@]}" --smp 2 --vcpus-current 1
+check "mkdomxml refuses --vcpus-current above --smp" refuses "${idle[@]}" --smp 2 --vcpus-current 3
 
 libvirt_started=1
 "$lv" start 2>"$T/libvirtd.err" || bail "private libvirtd failed: $(cat "$T/libvirtd.err")"

@@ -7,6 +7,7 @@ tests must never leave a thread at SCHED_FIFO or a process running."""
 import json
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import tempfile
@@ -211,6 +212,41 @@ class Daemon:
             self.check_log()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Qmp:
+    """A minimal QMP client (a test's own monitor): commands in, results
+    out, events skipped."""
+
+    def __init__(self, path, timeout=10):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.f = self.sock.makefile("rw")
+        self._reply()  # the greeting
+        self.cmd("qmp_capabilities")
+
+    def _reply(self):
+        while True:
+            msg = json.loads(self.f.readline())
+            if "event" not in msg:
+                return msg
+
+    def cmd(self, name, **args):
+        self.f.write(json.dumps({"execute": name, **({"arguments": args} if args else {})}))
+        self.f.write("\n")
+        self.f.flush()
+        msg = self._reply()
+        if "error" in msg:
+            raise RuntimeError(f"qmp {name}: {msg['error']}")
+        return msg.get("return")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+        self.sock.close()
 
 
 def read(path):

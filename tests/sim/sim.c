@@ -520,7 +520,7 @@ sim_dom_add_set(struct sim *s, const char *name, unsigned int nr_vcpus, struct s
 
         if (v == NULL)
             abort();
-        v->pv = &d->vcpus[i];
+        v->pv = d->vcpus[i];
         v->pv->owner = v;
         v->running_on = -1;
         v->wake_at = POLICY_NEVER;
@@ -535,7 +535,55 @@ sim_dom_add_set(struct sim *s, const char *name, unsigned int nr_vcpus, struct s
 struct sim_vcpu *
 sim_vcpu(struct pool_dom *d, unsigned int i)
 {
-    return i < d->nr_vcpus ? d->vcpus[i].owner : NULL;
+    return i < d->nr_vcpus ? d->vcpus[i]->owner : NULL;
+}
+
+struct sim_vcpu *
+sim_vcpu_plug(struct sim *s, struct pool_dom *d, struct sim_demand demand, char *err)
+{
+    struct pool_vcpu *pv;
+    struct sim_vcpu *v;
+
+    if (s->nr_vcpus >= SIM_MAX_VCPUS) {
+        snprintf(err, POLICY_ERRLEN, "sim: at most %d vCPUs", SIM_MAX_VCPUS);
+        return NULL;
+    }
+    if (pool_vcpu_add(&s->pool, d, NULL, s->now, &pv, err) < 0)
+        return NULL;
+    v = calloc(1, sizeof(*v));
+    if (v == NULL)
+        abort();
+    v->pv = pv;
+    pv->owner = v;
+    v->running_on = -1;
+    v->wake_at = POLICY_NEVER;
+    snprintf(v->label, sizeof(v->label), "%s/%u", d->name, pv->index);
+    s->vcpus[s->nr_vcpus++] = v;
+    demand_start(s, v, demand);
+    process(s);
+    return v;
+}
+
+int
+sim_vcpu_unplug(struct sim *s, struct sim_vcpu *v)
+{
+    unsigned int i;
+    int r;
+
+    if (v->pv->dom->nr_vcpus <= 1)
+        return -EBUSY;
+    if (v->running_on >= 0)
+        switch_run(s, (unsigned int)v->running_on, NULL);
+    r = pool_vcpu_remove(&s->pool, v->pv, s->now);
+    if (r < 0)
+        return r;
+    for (i = 0; s->vcpus[i] != v; i++)
+        ;
+    memmove(&s->vcpus[i], &s->vcpus[i + 1], (s->nr_vcpus - i - 1) * sizeof(s->vcpus[0]));
+    s->nr_vcpus--;
+    vcpu_free(v);
+    process(s);
+    return 0;
 }
 
 void

@@ -119,6 +119,11 @@ struct pool_dom *sim_dom_add(struct sim *s, const char *name, unsigned int nr_vc
                              struct sim_demand demand, uint64_t affinity, const char *params,
                              char *err);
 void sim_dom_remove(struct sim *s, struct pool_dom *d);
+/* Hot-plug one vCPU with `demand` into d (pool_vcpu_add); NULL with err. */
+struct sim_vcpu *sim_vcpu_plug(struct sim *s, struct pool_dom *d, struct sim_demand demand,
+                               char *err);
+/* Hot-unplug vCPU v (pool_vcpu_remove); -EBUSY for a domain's last. */
+int sim_vcpu_unplug(struct sim *s, struct sim_vcpu *v);
 /* The simulator's record of vCPU i of a domain. */
 struct sim_vcpu *sim_vcpu(struct pool_dom *d, unsigned int i);
 /* Change a vCPU's demand from now on. */

@@ -37,7 +37,7 @@ start(struct sim *s, int i, unsigned int ncpu, const char *extra)
 static const char *
 mode_of(struct sim *s, struct pool_dom *d, unsigned int i)
 {
-    const char *m = bgclass_vcpu_mode(&s->pool, &d->vcpus[i]);
+    const char *m = bgclass_vcpu_mode(&s->pool, d->vcpus[i]);
 
     return m ? m : "-";
 }
@@ -153,11 +153,11 @@ START_TEST(test_batch_after_exactly_beta)
     ck_assert_uint_eq(s.now, t1 + BETA - 1);
     ck_assert_uint_eq(s.pool.cls.stats.batch_enters, 0);
     ck_assert_str_eq(mode_of(&s, b, 0), "normal");
-    ck_assert(b->vcpus[0].cls.held && !b->vcpus[0].pv->runnable);
+    ck_assert(b->vcpus[0]->cls.held && !b->vcpus[0]->pv->runnable);
     sim_run(&s, 1);
     ck_assert_uint_eq(s.pool.cls.stats.batch_enters, 1);
     ck_assert_str_eq(mode_of(&s, b, 1), "batch");
-    ck_assert(!b->vcpus[0].cls.held && b->vcpus[0].pv->runnable);
+    ck_assert(!b->vcpus[0]->cls.held && b->vcpus[0]->pv->runnable);
     sim_run(&s, MS(300));
     ck_assert_uint_eq(s.pool.cls.stats.batch_exits, 0);
     fv->lat.n = 0;
@@ -281,14 +281,14 @@ START_TEST(test_switch_and_class_change)
             sim_switch(&s, order[k], strcmp(order[k], "table") ? NULL : "table=F,C,B", err) == 0,
             "%s: %s", order[k], err);
         for (unsigned int i = 0; i < 2; i++)
-            ck_assert(b->vcpus[i].cls.held && strcmp(mode_of(&s, b, i), "normal") == 0);
+            ck_assert(b->vcpus[i]->cls.held && strcmp(mode_of(&s, b, i), "normal") == 0);
         ck_assert_no_violations(&s);
     }
     ck_assert_int_eq(sim_set(&s, c, "class=background", err), 0);
     sim_run(&s, MS(300));
-    ck_assert(c->background && c->vcpus[0].cls.bg);
+    ck_assert(c->background && c->vcpus[0]->cls.bg);
     ck_assert_int_eq(sim_set(&s, b, "class=foreground", err), 0);
-    ck_assert(!b->background && !b->vcpus[0].cls.held && b->vcpus[0].pv->runnable);
+    ck_assert(!b->background && !b->vcpus[0]->cls.held && b->vcpus[0]->pv->runnable);
     sim_run(&s, MS(300));
     ck_assert_int_eq(sim_set(&s, c, "class=foreground", err), 0);
     ck_assert_uint_eq(s.pool.cls.nr_bg_doms, 0);
@@ -503,7 +503,7 @@ START_TEST(test_params_shown)
     buf[0] = '\0';
     pool_get_params(&s.pool, f, &sk);
     ck_assert_str_eq(buf, "weight=256 cap=0 ");
-    ck_assert_ptr_null(bgclass_vcpu_mode(&s.pool, &f->vcpus[0]));
+    ck_assert_ptr_null(bgclass_vcpu_mode(&s.pool, f->vcpus[0]));
     sim_fini(&s);
 }
 END_TEST
@@ -576,7 +576,7 @@ check_invariants(struct sim *s, const char *when)
     {
         nbg += d->background;
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-            struct pool_vcpu *v = &d->vcpus[i];
+            struct pool_vcpu *v = d->vcpus[i];
 
             ck_assert_msg(v->cls.bg == d->background, "%s: %s/%u class", when, d->name, i);
             if (!bgclass_active(&p->cls)) {
@@ -667,6 +667,11 @@ START_TEST(test_random_scenarios)
                                         strcmp(pols[q].policy, "table") ? NULL : "table=a,b,c,d",
                                         err),
                              0);
+        } else if (d != NULL && what == 7) {
+            if (rnd(&x) % 2 && d->nr_vcpus < 4)
+                ck_assert_ptr_nonnull(sim_vcpu_plug(&s, d, sim_busy(), err));
+            else if (d->nr_vcpus > 1)
+                ck_assert_int_eq(sim_vcpu_unplug(&s, sim_vcpu(d, rnd(&x) % d->nr_vcpus)), 0);
         } else if (what == 6) {
             ck_assert_int_eq(sim_set(&s, NULL,
                                      rnd(&x) % 2 ? "bg_alpha_ms=20 bg_beta_ms=30 bg_slice_us=500"

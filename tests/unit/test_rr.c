@@ -91,7 +91,7 @@ START_TEST(test_rr_placement)
         double sh = sim_share(&s, sim_vcpu(d, i));
 
         ck_assert_msg(sh > 0.49 && sh < 0.51, "vcpu %u share %f", i, sh);
-        ck_assert_uint_eq(d->vcpus[i].pv->cpu, i % 2);
+        ck_assert_uint_eq(d->vcpus[i]->pv->cpu, i % 2);
     }
     sim_fini(&s);
 }

@@ -279,31 +279,80 @@ sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen)
 /* --- attach and detach ---------------------------------------------------- */
 
 /*
- * Give every opened thread of d back and free its slot. Threads must not
+ * Give threads ths[0..n) back, free their slots and records. They must not
  * be in a pool any more; their events are unwatched here.
  */
-static void
-dom_release(struct sched *s, struct sched_dom *d)
+void
+sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned int n)
 {
-    for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
-
-        if (th->slot < 0)
+    for (unsigned int i = 0; i < n; i++) {
+        if (ths[i] == NULL || ths[i]->slot < 0)
             continue;
-        (void)act_restore(th->act);
-        events_unwatch(s->ev, th->act->tid);
+        (void)act_restore(ths[i]->act);
+        events_unwatch(s->ev, ths[i]->act->tid);
     }
     /* Records already taken from the ring are applied under ev_lock. */
     pthread_mutex_lock(&s->ev_lock);
-    for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (d->threads[i].slot >= 0)
-            atomic_store(&s->threads[d->threads[i].slot], NULL);
+    for (unsigned int i = 0; i < n; i++)
+        if (ths[i] != NULL && ths[i]->slot >= 0)
+            atomic_store(&s->threads[ths[i]->slot], NULL);
     pthread_mutex_unlock(&s->ev_lock);
-    for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (d->threads[i].slot >= 0)
-            statefile_release(s->sf, d->threads[i].slot);
+    for (unsigned int i = 0; i < n; i++) {
+        if (ths[i] != NULL && ths[i]->slot >= 0)
+            statefile_release(s->sf, ths[i]->slot);
+        free(ths[i]);
+    }
+}
+
+static void
+dom_release(struct sched *s, struct sched_dom *d)
+{
+    sched_threads_release(s, d->threads, d->nr_threads);
     free(d->threads);
     free(d);
+}
+
+struct sched_thread *
+sched_thread_new(struct sched_dom *d)
+{
+    struct sched_thread *th = calloc(1, sizeof(*th));
+
+    if (th != NULL) {
+        th->dom = d;
+        th->slot = -1;
+        th->on_cpu = th->mid_on = -1;
+    }
+    return th;
+}
+
+int
+sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struct cpuset *aff,
+                  char *err, size_t errlen)
+{
+    struct sched_pool *sp = th->dom->sp;
+    int hosts[CPUSET_MAX];
+    int r;
+
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        hosts[i] = sp->cpus[i].host;
+    th->slot = statefile_alloc(s->sf);
+    if (th->slot < 0) {
+        snprintf(err, errlen, "too many managed threads (%d)", STATEFILE_SLOTS);
+        return -ENOSPC;
+    }
+    th->act = statefile_act(s->sf, th->slot);
+    r = act_thread_open(th->act, th->dom->pid, tid, err, errlen);
+    if (r == 0) {
+        r = act_probe_cpus(th->act, hosts, sp->nr_cpus, aff);
+        if (r >= 0 && cpuset_empty(aff)) {
+            snprintf(err, errlen, "thread %d may not run on any cpu of pool %s (its cgroup cpuset)",
+                     (int)tid, sp->pool.name);
+            r = -EINVAL;
+        }
+    }
+    if (r >= 0)
+        r = events_watch(s->ev, th->dom->pid, tid, (uint32_t)th->slot, err, errlen);
+    return r < 0 ? r : 0;
 }
 
 /* Record, probe and watch each thread: nothing scheduled yet. */
@@ -311,35 +360,9 @@ static int
 dom_open_threads(struct sched *s, struct sched_dom *d, const pid_t *tids, struct cpuset *aff,
                  char *err, size_t errlen)
 {
-    struct sched_pool *sp = d->sp;
-    int hosts[CPUSET_MAX];
-    int r;
-
-    for (unsigned int i = 0; i < sp->nr_cpus; i++)
-        hosts[i] = sp->cpus[i].host;
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        int r = sched_thread_open(s, d->threads[i], tids[i], &aff[i], err, errlen);
 
-        th->dom = d;
-        th->on_cpu = th->mid_on = -1;
-        th->slot = statefile_alloc(s->sf);
-        if (th->slot < 0) {
-            snprintf(err, errlen, "too many managed threads (%d)", STATEFILE_SLOTS);
-            return -ENOSPC;
-        }
-        th->act = statefile_act(s->sf, th->slot);
-        r = act_thread_open(th->act, d->pid, tids[i], err, errlen);
-        if (r == 0) {
-            r = act_probe_cpus(th->act, hosts, sp->nr_cpus, &aff[i]);
-            if (r >= 0 && cpuset_empty(&aff[i])) {
-                snprintf(err, errlen,
-                         "thread %d may not run on any cpu of pool %s (its cgroup cpuset)",
-                         (int)tids[i], sp->pool.name);
-                r = -EINVAL;
-            }
-        }
-        if (r >= 0)
-            r = events_watch(s->ev, d->pid, tids[i], (uint32_t)th->slot, err, errlen);
         if (r < 0)
             return r;
     }
@@ -355,16 +378,16 @@ dom_start(struct sched_pool *sp, struct sched_dom *d, uint64_t now, char *err, s
 
     VS_ASSERT(sched_pool_held(sp));
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        struct sched_thread *th = d->threads[i];
 
-        th->pv = &d->pd->vcpus[i];
+        th->pv = d->pd->vcpus[i];
         th->pv->owner = th;
         th->on_cpu = th->mid_on = -1;
         atomic_store(&s->threads[th->slot], th);
     }
     dispatch_apply(sp, now); /* pins every new vCPU to its home CPU */
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        struct sched_thread *th = d->threads[i];
         char state = 'S';
 
         r = act_set_level(th->act, &s->cfg.prio, ACT_LEVEL_LOW, s->cfg.move_rt_cgroup, err, errlen);
@@ -381,8 +404,8 @@ static void
 dom_unschedule(struct sched_pool *sp, struct sched_dom *d)
 {
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        d->threads[i].detached = true;
-        dispatch_forget(sp, &d->threads[i]);
+        d->threads[i]->detached = true;
+        dispatch_forget(sp, d->threads[i]);
     }
     pool_dom_remove(&sp->pool, d->pd, sched_now());
     d->pd = NULL;
@@ -390,8 +413,8 @@ dom_unschedule(struct sched_pool *sp, struct sched_dom *d)
 
 int
 sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
-             unsigned int n, const struct kv *kv, size_t nkv, const char *source, char *err,
-             size_t errlen)
+             unsigned int n, const struct kv *kv, size_t nkv, const char *source,
+             const char *origin, char *err, size_t errlen)
 {
     struct cpuset *aff = NULL;
     char perr[POLICY_ERRLEN];
@@ -426,12 +449,18 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
     }
     snprintf(d->name, sizeof(d->name), "%s", name);
     snprintf(d->source, sizeof(d->source), "%s", source);
+    snprintf(d->origin, sizeof(d->origin), "%s", origin != NULL ? origin : "");
     d->pid = pid;
     d->sp = sp;
     d->nr_threads = n;
-    for (unsigned int i = 0; i < n; i++)
-        d->threads[i].slot = -1;
-    r = dom_open_threads(s, d, tids, aff, err, errlen);
+    r = 0;
+    for (unsigned int i = 0; i < n && r == 0; i++)
+        if ((d->threads[i] = sched_thread_new(d)) == NULL) {
+            snprintf(err, errlen, "out of memory");
+            r = -ENOMEM;
+        }
+    if (r == 0)
+        r = dom_open_threads(s, d, tids, aff, err, errlen);
     if (r < 0) {
         dom_release(s, d);
         goto out;
@@ -466,7 +495,7 @@ dom_detach(struct sched *s, struct sched_dom *d)
     dom_unschedule(sp, d);
     /* Restore while no dispatcher can raise them again. */
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        (void)act_restore(d->threads[i].act);
+        (void)act_restore(d->threads[i]->act);
     sched_pool_unlock(sp);
     TAILQ_REMOVE(&s->doms, d, link);
     dom_release(s, d);
@@ -522,7 +551,7 @@ dom_all_gone(struct sched_dom *d)
 
     sched_pool_lock(d->sp);
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        gone = gone && d->threads[i].gone;
+        gone = gone && d->threads[i]->gone;
     sched_pool_unlock(d->sp);
     return gone;
 }
@@ -548,7 +577,7 @@ dom_collect_exited(struct sched_dom *d)
 
     sched_pool_lock(d->sp);
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        struct sched_thread *th = d->threads[i];
 
         if (th->gone)
             continue;
@@ -613,7 +642,7 @@ sched_wake_missed(struct sched *s)
     {
         sched_pool_lock(d->sp);
         for (unsigned int i = 0; i < d->nr_threads; i++) {
-            struct sched_thread *th = &d->threads[i];
+            struct sched_thread *th = d->threads[i];
             char state;
 
             if (th->gone || th->act->frozen || th->pv->runnable ||
@@ -643,7 +672,7 @@ sched_resync(struct sched *s)
     {
         sched_pool_lock(d->sp);
         for (unsigned int i = 0; i < d->nr_threads; i++)
-            n += thread_resync(d->sp, &d->threads[i], sched_now());
+            n += thread_resync(d->sp, d->threads[i], sched_now());
         sched_pool_unlock(d->sp);
     }
     pthread_mutex_unlock(&s->lock);

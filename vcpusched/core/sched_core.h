@@ -5,8 +5,8 @@
  * the priority elevation trick (actuator_linux.c), driven by kernel
  * events (events.h) and timers.
  *
- * Threads: the daemon's control thread and its libvirt watcher call this
- * header; s->lock makes each call whole with respect to the others, and
+ * Threads: the daemon's control thread, its libvirt watcher and its vCPU
+ * resync thread call this header; s->lock makes each call whole with respect to the others, and
  * no call waits on anything outside the host (never on libvirt or QEMU).
  * Dispatchers are internal. Any function may be called while dispatchers
  * run; a failed call changes nothing.
@@ -26,7 +26,8 @@
 struct json_object;
 struct sched;
 
-#define SCHED_MAX_POOLS 16
+#define SCHED_MAX_POOLS   16
+#define SCHED_ORIGIN_SIZE 108 /* a QMP socket path (sun_path) or a libvirt domain name */
 
 enum sched_pattern {
     SCHED_SHARED,    /* a dispatcher per managed CPU, on it, sleeping between decisions */
@@ -63,11 +64,12 @@ bool sched_cpu_is_managed(const struct sched *s, int cpu);
 /*
  * Attach threads tids[0..n) of process `pid` as domain `name` in `pool`
  * (NULL: the first pool). `source` says how they were found ("pid",
- * "tids", "qmp", "libvirt"), for `list`.
+ * "tids", "qmp", "libvirt"), for `list`; `origin` (NULL: none) where to
+ * find them again (the QMP socket, the libvirt domain), for vCPU hot-plug.
  */
 int sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, const pid_t *tids,
-                 unsigned int n, const struct kv *kv, size_t nkv, const char *source, char *err,
-                 size_t errlen);
+                 unsigned int n, const struct kv *kv, size_t nkv, const char *source,
+                 const char *origin, char *err, size_t errlen);
 int sched_detach(struct sched *s, const char *name, char *err, size_t errlen);
 int sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char *err,
               size_t errlen);
@@ -83,6 +85,32 @@ int sched_move(struct sched *s, const char *name, const char *pool, const struct
                char *err, size_t errlen);
 /* The pool domain `name` is in, into pool[len]; -ENOENT if not attached. */
 int sched_dom_pool(struct sched *s, const char *name, char *pool, size_t len);
+
+/*
+ * vCPU hot-plug and unplug: the vCPU threads of domain `name` are now
+ * tids[0..n) of process `pid`, in vCPU order. Threads not managed yet are
+ * attached to the domain with its parameters (a vCPU each, numbered after
+ * the highest); managed ones not listed, or gone, are dropped and given
+ * back (a vCPU thread that exited is gone, listed or not). The domain's
+ * other vCPUs are not disturbed. Returns how many
+ * vCPUs were added and removed (0: nothing to do), or -errno: -ENOENT (no
+ * such domain), -ESRCH (another process: left to the reaper), or the
+ * first thread that could not be added (the others are still done).
+ * n == 0 changes nothing (a domain keeps at least one vCPU).
+ */
+int sched_dom_update(struct sched *s, const char *name, pid_t pid, const pid_t *tids,
+                     unsigned int n, char *err, size_t errlen);
+
+/* An attached domain whose vCPUs can be found again (origin not ""). */
+struct sched_target {
+    char name[VS_NAME_SIZE];
+    char source[16];
+    char origin[SCHED_ORIGIN_SIZE];
+    pid_t pid;
+    unsigned int nr_gone; /* vCPU threads that exited (an unplug, maybe) */
+};
+/* Those domains into out[0..max): how many there are (may be more than max). */
+unsigned int sched_dom_targets(struct sched *s, struct sched_target *out, unsigned int max);
 
 struct sched_pool_info {
     char name[VS_NAME_SIZE];

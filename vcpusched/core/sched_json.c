@@ -96,7 +96,7 @@ dom_json(struct sched_dom *d)
     json_object_object_add(o, "pid", json_object_new_int(d->pid));
     json_object_object_add(o, "params", params_json(sp, d->pd));
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        json_object_array_add(vcpus, vcpu_json(sp, &d->threads[i]));
+        json_object_array_add(vcpus, vcpu_json(sp, d->threads[i]));
     json_object_object_add(o, "vcpus", vcpus);
     sched_pool_unlock(sp);
     return o;

@@ -6,6 +6,7 @@
  * function takes s->lock; see sched_priv.h for the other locks.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,10 @@ move_probe(struct sched_dom *d, struct sched_pool *to, struct cpuset *aff, char 
         hosts[i] = to->cpus[i].host;
     sched_pool_lock(from);
     for (unsigned int i = 0; i < d->nr_threads && r >= 0; i++) {
-        struct act_thread *a = d->threads[i].act;
+        struct act_thread *a = d->threads[i]->act;
         int was = a->cpu;
 
-        if (d->threads[i].gone)
+        if (d->threads[i]->gone)
             continue; /* aff[i] empty: any CPU */
         r = act_probe_cpus(a, hosts, to->nr_cpus, &aff[i]);
         if (was >= 0)
@@ -65,18 +66,18 @@ move_commit(struct sched_dom *d, struct sched_pool *to, struct pool_dom *npd, bo
 
     VS_ASSERT(sched_pool_held(from) && sched_pool_held(to));
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        run[i] = d->threads[i].pv->runnable;
-        dispatch_forget(from, &d->threads[i]);
+        run[i] = d->threads[i]->pv->runnable;
+        dispatch_forget(from, d->threads[i]);
     }
     pool_dom_remove(&from->pool, d->pd, now);
     dispatch_apply(from, now);
     d->pd = npd;
     d->sp = to;
     for (unsigned int i = 0; i < d->nr_threads; i++) {
-        struct sched_thread *th = &d->threads[i];
+        struct sched_thread *th = d->threads[i];
         int r;
 
-        th->pv = &npd->vcpus[i];
+        th->pv = npd->vcpus[i];
         th->pv->owner = th;
         th->wake_ts = 0;
         th->seg_accounted = 0;
@@ -92,8 +93,8 @@ move_commit(struct sched_dom *d, struct sched_pool *to, struct pool_dom *npd, bo
     }
     dispatch_apply(to, now); /* pins every vCPU to its home CPU in `to` */
     for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (run[i] && !d->threads[i].gone)
-            pool_wake(&to->pool, d->threads[i].pv, now);
+        if (run[i] && !d->threads[i]->gone)
+            pool_wake(&to->pool, d->threads[i]->pv, now);
 }
 
 int
@@ -145,8 +146,14 @@ sched_move(struct sched *s, const char *name, const char *pool, const struct kv 
         goto out;
     /* No event is applied to a thread half-way between pools (drain_one). */
     pthread_mutex_lock(&s->ev_lock);
-    sched_pool_lock(from);
-    sched_pool_lock(to); /* dispatchers never hold two pool locks: no deadlock */
+    /* Dispatchers never hold two pool locks; one order for every move. */
+    if ((uintptr_t)from < (uintptr_t)to) {
+        sched_pool_lock(from);
+        sched_pool_lock(to);
+    } else {
+        sched_pool_lock(to);
+        sched_pool_lock(from);
+    }
     r = pool_dom_add(&to->pool, name, d->nr_threads, aff, use, (size_t)n, sched_now(), &npd, perr);
     if (r == 0)
         move_commit(d, to, npd, run);

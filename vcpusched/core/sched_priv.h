@@ -46,11 +46,12 @@ struct sched_thread {
 struct sched_dom {
     char name[VS_NAME_SIZE];
     char source[16];
+    char origin[SCHED_ORIGIN_SIZE]; /* where its vCPUs are found again, or "" */
     pid_t pid;
     struct sched_pool *sp;
     struct pool_dom *pd;
     unsigned int nr_threads;
-    struct sched_thread *threads;
+    struct sched_thread **threads; /* in vCPU order, like pd->vcpus; each allocated alone */
     TAILQ_ENTRY(sched_dom) link;
 };
 TAILQ_HEAD(sched_dom_list, sched_dom);
@@ -182,5 +183,16 @@ uint64_t sched_now(void);
 struct sched_dom *sched_dom_find(struct sched *s, const char *name);
 /* The pool called `name` (NULL: the first), or NULL. */
 struct sched_pool *sched_pool_find(struct sched *s, const char *name);
+/* A thread record of d, not opened (slot -1), or NULL. */
+struct sched_thread *sched_thread_new(struct sched_dom *d);
+/*
+ * Take a state-file slot for th, record thread `tid` of th->dom->pid,
+ * probe which CPUs of its pool its cpuset allows (into *aff; -EINVAL if
+ * none) and watch its events. Nothing scheduled yet; on error release it.
+ */
+int sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struct cpuset *aff,
+                      char *err, size_t errlen);
+/* Give ths[0..n) back and free them (out of their pool already); NULLs skipped. */
+void sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned int n);
 
 #endif /* VCPUSCHED_SCHED_PRIV_H */

@@ -41,7 +41,7 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
         return discover_qmp(req->qmp, pid, tids, VS_THREADS_MAX, n, err, errlen);
     case CTL_TARGET_LIBVIRT:
         *source = "libvirt";
-        return daemon_libvirt_threads(d, req->libvirt, pid, tids, n, NULL, err, errlen);
+        return daemon_libvirt_threads(d, req->libvirt, pid, tids, n, NULL, false, err, errlen);
     default:
         snprintf(err, errlen, "attach needs pid, tids, qmp or libvirt");
         return -EINVAL;
@@ -50,13 +50,23 @@ resolve_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t *pid, 
 
 int
 daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid, pid_t *tids,
-                       unsigned int *n, struct libvirt_meta *meta, char *err, size_t errlen)
+                       unsigned int *n, struct libvirt_meta *meta, bool live_only, char *err,
+                       size_t errlen)
 {
     const char *how;
+    unsigned int k = 0;
+    char path[64];
     int r;
 
     r = libvirt_vcpus_find(d->libvirt_dir, domain, pid, tids, VS_THREADS_MAX, n, &how, meta, err,
                            errlen);
+    for (unsigned int i = 0; r == 0 && live_only && i < *n; i++) {
+        snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)*pid, (int)tids[i]);
+        if (access(path, F_OK) == 0)
+            tids[k++] = tids[i];
+    }
+    if (r == 0 && live_only)
+        *n = k;
     /* The status file may be stale (a thread id reused): check as for QMP. */
     if (r == 0)
         r = discover_check_vcpus(*pid, tids, *n, err, errlen);
@@ -111,7 +121,7 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct cont
           struct json_object **res, char *err, size_t errlen)
 {
     pid_t tids[VS_THREADS_MAX], pid;
-    const char *source = "";
+    const char *source = "", *origin;
     unsigned int n = 0;
     int r;
 
@@ -120,8 +130,12 @@ do_attach(struct daemon_ctx *d, const struct ctl_request *req, const struct cont
         r = check_target(d, req, pid, peer, err, errlen);
     if (r < 0)
         return r;
+    /* Where hot-plugged vCPUs are found again (vcpu_resync.c). */
+    origin = req->target == CTL_TARGET_QMP       ? req->qmp
+             : req->target == CTL_TARGET_LIBVIRT ? req->libvirt
+                                                 : NULL;
     r = sched_attach(d->sched, req->name, req->pool[0] ? req->pool : NULL, pid, tids, n,
-                     req->params, req->nr_params, source, err, errlen);
+                     req->params, req->nr_params, source, origin, err, errlen);
     if (r == 0)
         *res = sched_json_domain(d->sched, req->name);
     return r;

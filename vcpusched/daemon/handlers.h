@@ -34,10 +34,14 @@ int daemon_handle(void *ctx, const struct ctl_request *req, const struct control
 /*
  * The QEMU and vCPU threads of running libvirt domain `domain` from
  * libvirt's status file, checked as for any attach; `meta` (or NULL) gets
- * its running definition's metadata. Never calls libvirt.
+ * its running definition's metadata. With `live_only`, thread ids of
+ * threads that have exited are left out instead of refused (libvirt may
+ * keep an unplugged vCPU in the file when QEMU does not report its
+ * removal). Never calls libvirt.
  */
 int daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid, pid_t *tids,
-                           unsigned int *n, struct libvirt_meta *meta, char *err, size_t errlen);
+                           unsigned int *n, struct libvirt_meta *meta, bool live_only, char *err,
+                           size_t errlen);
 
 /* libvirt_ops.c: the watcher's ops (ctx: the daemon_ctx) and the `hook` request. */
 extern const struct libvirt_watch_ops daemon_libvirt_ops;

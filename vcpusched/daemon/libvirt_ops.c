@@ -53,7 +53,7 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    r = daemon_libvirt_threads(d, name, &pid, tids, &n, own, err, errlen);
+    r = daemon_libvirt_threads(d, name, &pid, tids, &n, own, false, err, errlen);
     if (r < 0)
         goto out;
     m = m != NULL ? m : own;
@@ -64,7 +64,8 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     if (r < 0)
         goto out;
     libvirt_meta_kv(m, kv);
-    r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", err, errlen);
+    r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", name, err,
+                     errlen);
 out:
     free(own);
     free(tids);
@@ -150,8 +151,9 @@ daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req, struct 
             break;
         }
         r = lv_attach(d, req->name, m, err, errlen);
-        done = r == 1 ? "not opted in" : "attached";
-        r = r == 1 ? 0 : r;
+        /* EEXIST: the watcher's Started event came first. */
+        done = r == 1 ? "not opted in" : r == -EEXIST ? "already attached" : "attached";
+        r = r == 1 || r == -EEXIST ? 0 : r;
         break;
     }
     free(m);

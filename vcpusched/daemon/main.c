@@ -29,6 +29,7 @@
 #include "host/guardian.h"
 #include "handlers.h"
 #include "libvirt/libvirt_watch.h"
+#include "vcpu_resync.h"
 #include "common/log.h"
 #include "host/topology.h"
 
@@ -42,6 +43,7 @@ struct daemon {
     struct daemon_ctx ctx;
     struct control *ctl;
     struct libvirt_watch *libvirt;
+    struct vcpu_resync *resync;
     cpu_set_t online;
     cpu_set_t guard_cpus; /* where the guardian is pinned */
     int sig_fd;
@@ -513,13 +515,16 @@ daemon_start(struct daemon *d)
     pools_create(d);
     loop_setup(d);
     libvirt_setup(d);
+    if (vcpu_resync_start(&d->resync, &d->ctx, err, sizeof(err)) < 0)
+        log_warnx("%s: hot-plugged vcpus are not picked up", err);
     log_info("ready on %s", d->cfg.socket);
 }
 
 static void
 daemon_stop(struct daemon *d)
 {
-    libvirt_watch_stop(d->libvirt); /* it calls into the core */
+    vcpu_resync_stop(d->resync); /* both call into the core */
+    libvirt_watch_stop(d->libvirt);
     control_close(d->ctl);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);

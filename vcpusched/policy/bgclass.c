@@ -388,7 +388,7 @@ exit_batch(struct pool *p, unsigned int cpu, uint64_t now)
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; d->background && i < d->nr_vcpus; i++) {
-            struct pool_vcpu *v = &d->vcpus[i];
+            struct pool_vcpu *v = d->vcpus[i];
 
             if (v->runnable && !v->cls.held && v->pv->cpu == cpu)
                 hide(p, v, now);
@@ -500,7 +500,7 @@ rebuild(struct pool *p, uint64_t now)
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-            struct pool_vcpu *v = &d->vcpus[i];
+            struct pool_vcpu *v = d->vcpus[i];
 
             v->cls.counted = v->cls.counted_ready = false;
             if (!v->cls.bg)
@@ -539,15 +539,15 @@ bgclass_dom_join(struct pool *p, struct pool_dom *d, bool bg, uint64_t now)
 {
     d->background = bg;
     for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-        memset(&d->vcpus[i].cls, 0, sizeof(d->vcpus[i].cls));
-        d->vcpus[i].cls.bg = bg;
+        memset(&d->vcpus[i]->cls, 0, sizeof(d->vcpus[i]->cls));
+        d->vcpus[i]->cls.bg = bg;
     }
     if (bg && p->cls.nr_bg_doms++ == 0) {
         rebuild(p, now);
         return;
     }
     for (unsigned int i = 0; bgclass_active(&p->cls) && !bg && i < d->nr_vcpus; i++)
-        fg_count(p, &d->vcpus[i], now);
+        fg_count(p, d->vcpus[i], now);
 }
 
 /* Forget v in the per-CPU state (it leaves, or changes class). */
@@ -582,7 +582,7 @@ bgclass_dom_leave(struct pool *p, struct pool_dom *d, uint64_t now)
     if (!bgclass_active(&p->cls))
         return;
     for (unsigned int i = 0; i < d->nr_vcpus; i++)
-        forget(p, &d->vcpus[i], now);
+        forget(p, d->vcpus[i], now);
     for (unsigned int c = 0; c < p->cls.nr_cpus; c++) {
         struct bgclass_cpu *lc = lcpu(p, c);
 
@@ -603,12 +603,12 @@ bgclass_dom_set(struct pool *p, struct pool_dom *d, bool bg, uint64_t now)
     d->background = bg;
     if (bg && p->cls.nr_bg_doms++ == 0) {
         for (unsigned int i = 0; i < d->nr_vcpus; i++)
-            d->vcpus[i].cls.bg = true;
+            d->vcpus[i]->cls.bg = true;
         rebuild(p, now);
         return;
     }
     for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-        struct pool_vcpu *v = &d->vcpus[i];
+        struct pool_vcpu *v = d->vcpus[i];
 
         if (bg) {
             fg_uncount(p, v, now);
@@ -636,7 +636,7 @@ bgclass_switch_begin(struct pool *p)
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; d->background && i < d->nr_vcpus; i++)
-            d->vcpus[i].cls.held = d->vcpus[i].runnable;
+            d->vcpus[i]->cls.held = d->vcpus[i]->runnable;
     }
 }
 

@@ -609,6 +609,16 @@ credit_dom_remove(struct policy *pol, struct policy_dom *d)
     }
 }
 
+/* The vCPU before v in its domain (vCPU i-1 at creation; a hot-plugged one comes last), or NULL. */
+static const struct policy_vcpu *
+vcpu_prev(const struct policy_vcpu *v)
+{
+    for (unsigned int i = 1; i < v->dom->nr_vcpus; i++)
+        if (v->dom->vcpus[i] == v)
+            return v->dom->vcpus[i - 1];
+    return NULL;
+}
+
 /*
  * csched_unit_insert: new vCPUs are UNDER with 0 credit and inactive,
  * placed by the CPU choice (which marks them MIGRATING: the first wake is
@@ -620,6 +630,7 @@ credit_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
 {
     struct credit_vcpu *cv = credit_vcpu(v);
     struct credit_priv *p = credit_priv(pol);
+    const struct policy_vcpu *prev = vcpu_prev(v);
     struct cpuset allowed;
 
     cv->v = v;
@@ -627,8 +638,8 @@ credit_vcpu_add(struct policy *pol, struct policy_vcpu *v, uint64_t now)
     cv->pri = CREDIT_PRI_UNDER;
     credit_clock_start(pol, now);
     cpuset_and2(&allowed, &v->affinity, &p->all);
-    if (v->index > 0 && v->dom->vcpus[v->index - 1] != NULL)
-        policy_vcpu_move(pol, v, credit_mask_cycle(&allowed, v->dom->vcpus[v->index - 1]->cpu));
+    if (prev != NULL)
+        policy_vcpu_move(pol, v, credit_mask_cycle(&allowed, prev->cpu));
     cv->flags |= CREDIT_F_MIGRATING;
     policy_vcpu_move(pol, v, credit_cpu_pick(pol, cv, true));
 }

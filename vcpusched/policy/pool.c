@@ -118,11 +118,12 @@ hdr_new(const struct policy_ops *ops, struct pool_dom *d, uint32_t first_vcpu_id
         if (pv == NULL)
             goto fail;
         pd->vcpus[i] = pv;
-        pv->id = first_vcpu_id + i;
-        pv->index = d->vcpus[i].index;
+        /* A switch keeps each vCPU's id (hot-plugged ones are not in a run). */
+        pv->id = d->vcpus[i]->pv != NULL ? d->vcpus[i]->pv->id : first_vcpu_id + i;
+        pv->index = d->vcpus[i]->index;
         pv->dom = pd;
-        pv->affinity = d->vcpus[i].affinity;
-        pv->core = &d->vcpus[i];
+        pv->affinity = d->vcpus[i]->affinity;
+        pv->core = d->vcpus[i];
         pv->priv = calloc(1, ops->vcpu_priv_size ? ops->vcpu_priv_size : 1);
         if (pv->priv == NULL)
             goto fail;
@@ -293,6 +294,8 @@ dom_free(struct pool_dom *d)
 {
     hdr_free(d->pd);
     kvs_clear(&d->params);
+    for (unsigned int i = 0; d->vcpus != NULL && i < d->nr_vcpus; i++)
+        free(d->vcpus[i]);
     free(d->vcpus);
     free(d);
 }
@@ -388,7 +391,10 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
     snprintf(d->name, sizeof(d->name), "%s", name);
     d->nr_vcpus = nr_vcpus;
     for (unsigned int i = 0; i < nr_vcpus; i++) {
-        struct pool_vcpu *v = &d->vcpus[i];
+        struct pool_vcpu *v = d->vcpus[i] = calloc(1, sizeof(*v));
+
+        if (v == NULL)
+            goto nomem;
 
         v->dom = d;
         v->index = i;
@@ -403,7 +409,7 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
     if (d->pd == NULL)
         goto nomem;
     for (unsigned int i = 0; i < nr_vcpus; i++)
-        d->vcpus[i].pv = d->pd->vcpus[i];
+        d->vcpus[i]->pv = d->pd->vcpus[i];
     r = inst_add(&p->pol, d->pd, &dv, now, err);
     if (r < 0) {
         dom_free(d);
@@ -430,7 +436,7 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
 {
     now = flush_charges(p, now);
     for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-        struct pool_vcpu *v = &d->vcpus[i];
+        struct pool_vcpu *v = d->vcpus[i];
 
         if (v->elected_on >= 0) {
             p->cpu[v->elected_on].elected = NULL;
@@ -446,6 +452,126 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
     dom_free(d);
     bgclass_sync(p, NULL, now);
     collect(p);
+}
+
+/* Drop v from the dirty list (it is going away). */
+static void
+dirty_purge_vcpu(struct policy *pol, struct policy_vcpu *v)
+{
+    struct policy_vcpu **pp = &pol->dirty;
+
+    while (*pp != NULL && *pp != v)
+        pp = &(*pp)->next_dirty;
+    if (*pp == v) {
+        *pp = v->next_dirty;
+        v->dirty = false;
+        v->next_dirty = NULL;
+    }
+}
+
+int
+pool_vcpu_add(struct pool *p, struct pool_dom *d, const struct cpuset *affinity, uint64_t now,
+              struct pool_vcpu **out, char *err)
+{
+    const struct policy_ops *ops = p->pol.ops;
+    unsigned int n = d->nr_vcpus, index = 0;
+    struct pool_vcpu *v = NULL, **vs = NULL;
+    struct policy_vcpu *pv = NULL, **pvs = NULL;
+    struct cpuset all;
+
+    cpuset_fill(&all, p->nr_cpus);
+    if (n >= VS_THREADS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "domain %s: at most %d vCPUs", d->name, VS_THREADS_MAX);
+        return -E2BIG;
+    }
+    if (affinity != NULL && !cpuset_empty(affinity) && !cpuset_intersects(affinity, &all)) {
+        snprintf(err, POLICY_ERRLEN, "domain %s: the new vCPU may not use any CPU of pool %s",
+                 d->name, p->name);
+        return -EINVAL;
+    }
+    /* Everything that can fail first: the domain changes only below. */
+    v = calloc(1, sizeof(*v));
+    pv = calloc(1, sizeof(*pv));
+    vs = calloc(n + 1, sizeof(*vs));
+    pvs = calloc(n + 1, sizeof(*pvs));
+    if (pv != NULL)
+        pv->priv = calloc(1, ops->vcpu_priv_size ? ops->vcpu_priv_size : 1);
+    if (v == NULL || pv == NULL || pv->priv == NULL || vs == NULL || pvs == NULL) {
+        if (pv != NULL)
+            free(pv->priv);
+        free(v);
+        free(pv);
+        free(vs);
+        free(pvs);
+        snprintf(err, POLICY_ERRLEN, "out of memory");
+        return -ENOMEM;
+    }
+    for (unsigned int i = 0; i < n; i++)
+        index = d->vcpus[i]->index >= index ? d->vcpus[i]->index + 1 : index;
+    v->dom = d;
+    v->index = index;
+    v->affinity = all;
+    if (affinity != NULL && !cpuset_empty(affinity))
+        cpuset_and(&v->affinity, affinity);
+    v->elected_on = -1;
+    v->pv = pv;
+    pv->id = p->next_vcpu_id++;
+    pv->index = index;
+    pv->dom = d->pd;
+    pv->affinity = v->affinity;
+    pv->core = v;
+    memcpy(vs, d->vcpus, n * sizeof(*vs));
+    memcpy(pvs, d->pd->vcpus, n * sizeof(*pvs));
+    vs[n] = v;
+    pvs[n] = pv;
+    free(d->vcpus);
+    free(d->pd->vcpus);
+    d->vcpus = vs;
+    d->pd->vcpus = pvs;
+    d->nr_vcpus = d->pd->nr_vcpus = n + 1;
+    now = flush_charges(p, now);
+    ops->vcpu_add(&p->pol, pv, now);
+    policy_vcpu_mark_dirty(&p->pol, pv); /* the caller pins it */
+    bgclass_vcpu_join(p, v, d->background, now);
+    bgclass_sync(p, NULL, now);
+    collect(p);
+    if (out != NULL)
+        *out = v;
+    return 0;
+}
+
+int
+pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now)
+{
+    struct pool_dom *d = v->dom;
+    unsigned int i;
+
+    if (d->nr_vcpus <= 1)
+        return -EBUSY;
+    now = flush_charges(p, now);
+    if (v->elected_on >= 0) {
+        p->cpu[v->elected_on].elected = NULL;
+        cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
+        v->elected_on = -1;
+    }
+    charge_list_remove(p, v);
+    bgclass_vcpu_leave(p, v, now);
+    p->pol.ops->vcpu_remove(&p->pol, v->pv, now);
+    dirty_purge_vcpu(&p->pol, v->pv);
+    for (i = 0; d->vcpus[i] != v; i++)
+        ;
+    /* Same position in both arrays (hdr_new, pool_vcpu_add keep them so). */
+    VS_ASSERT(d->pd->vcpus[i] == v->pv);
+    memmove(&d->vcpus[i], &d->vcpus[i + 1], (d->nr_vcpus - i - 1) * sizeof(d->vcpus[0]));
+    memmove(&d->pd->vcpus[i], &d->pd->vcpus[i + 1],
+            (d->nr_vcpus - i - 1) * sizeof(d->pd->vcpus[0]));
+    d->nr_vcpus = d->pd->nr_vcpus = d->nr_vcpus - 1;
+    free(v->pv->priv);
+    free(v->pv);
+    free(v);
+    bgclass_sync(p, NULL, now);
+    collect(p);
+    return 0;
 }
 
 int
@@ -617,7 +743,7 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
         struct policy_values dv;
         char why[POLICY_ERRLEN];
 
-        newpd[k] = hdr_new(ops, d, d->vcpus[0].pv->id);
+        newpd[k] = hdr_new(ops, d, 0);
         if (newpd[k] == NULL) {
             snprintf(why, sizeof(why), "out of memory");
             r = -ENOMEM;
@@ -643,7 +769,7 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
         hdr_free(d->pd);
         d->pd = newpd[k++];
         for (unsigned int i = 0; i < d->nr_vcpus; i++)
-            d->vcpus[i].pv = d->pd->vcpus[i];
+            d->vcpus[i]->pv = d->pd->vcpus[i];
     }
     free(newpd);
     policy_destroy(&p->pol);
@@ -661,7 +787,7 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-            struct pool_vcpu *v = &d->vcpus[i];
+            struct pool_vcpu *v = d->vcpus[i];
 
             if (v->runnable && !v->cls.held) {
                 v->pv->runnable = true;

@@ -58,7 +58,7 @@ struct pool_dom {
     char name[VS_NAME_SIZE];
     struct policy_dom *pd;
     unsigned int nr_vcpus;
-    struct pool_vcpu *vcpus;
+    struct pool_vcpu **vcpus; /* each allocated alone: addresses survive hot-plug */
     struct pool_kvs params;
     bool background; /* class=background (bgclass.c) */
     void *owner;
@@ -122,6 +122,22 @@ int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
                  const struct cpuset *affinity, const struct kv *kv, size_t n, uint64_t now,
                  struct pool_dom **out, char *err);
 void pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now);
+/*
+ * vCPU hot-plug: one more vCPU for domain d, numbered one above its highest
+ * index, allowed on `affinity` (NULL or empty: every CPU of the pool; else
+ * it must meet the pool). Added to the policy with vcpu_add like a vCPU of
+ * a new domain: placed (dirty), not runnable. Nothing else of the domain
+ * or the other vCPUs changes. -E2BIG past VS_THREADS_MAX vCPUs, -EINVAL,
+ * -ENOMEM; on error nothing changed.
+ */
+int pool_vcpu_add(struct pool *p, struct pool_dom *d, const struct cpuset *affinity, uint64_t now,
+                  struct pool_vcpu **out, char *err);
+/*
+ * vCPU hot-unplug: remove v (runnable or elected: its CPU is re-picked)
+ * with the policy's vcpu_remove; the others keep their index and state.
+ * -EBUSY for a domain's last vCPU (detach the domain instead).
+ */
+int pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now);
 struct pool_dom *pool_dom_find(struct pool *p, const char *name);
 
 /*
