@@ -6,7 +6,9 @@ private vcpuschedd inside that namespace (so that it sees the private
 TCG guests from vm-images. The steps run in order and share the guests:
 (a) the hook attaches an opted-in domain at `virsh create`, a domain
 without metadata is untouched; (b) `virsh metadata --live` changes a weight;
-(c) invalid metadata changes nothing and is logged; (d) destroy detaches;
+(b) also moves it to the background class and back; (c) invalid metadata
+changes nothing and is logged; (d) the hook attaches a background domain,
+destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
 (f) a daemon started after the domain attaches it (resync); (g) vCPU
 hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s;
@@ -207,6 +209,23 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, f"weight not 512 within {APPLY_S} s: {dom}")
         print(f"\n# metadata change applied in {t:.3f} s")
 
+    def test_b_z_live_metadata_sets_class(self):
+        self.set_meta('<sched policy="credit" weight="512" class="background"/>')
+        t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["class"] == "background")
+        self.assertIsNotNone(t, f"not background within {APPLY_S} s: {dom}")
+        self.assertEqual([v["class"] for v in dom["vcpus"]], ["background"] * 2)
+        self.assertEqual(dom["params"], {"weight": "512", "cap": "0", "class": "background"})
+        before = self.daemon.read_log()
+        self.set_meta('<sched policy="credit" weight="512" class="idle"/>')
+        self.assertIsNotNone(vstest.wait_until(lambda: re.search(
+            r"not applied.*class: 'idle' is not foreground or background",
+            self.daemon.read_log()[len(before):]), 3, step=0.1), "no error logged for class=idle")
+        self.assertEqual(self.domain("vs-lv-on")["class"], "background")
+        self.set_meta('<sched policy="credit" weight="512" class="foreground"/>')
+        t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["class"] == "foreground")
+        self.assertIsNotNone(t, f"not foreground again within {APPLY_S} s: {dom}")
+        self.assertEqual(self.daemon.json("stats")["pools"][0]["bg_domains"], 0)
+
     @unittest.skipIf(os.cpu_count() < 3, "a second pool needs a third CPU")
     def test_b2_metadata_moves_domain_between_pools(self):
         self.daemon.ctl("pool", "create", "p2", "cpus=2", "policy=credit2")
@@ -249,9 +268,11 @@ class LibvirtTest(unittest.TestCase):
         self.set_meta('<sched policy="credit" weight="512"/>')  # valid again
 
     def test_d_destroy_detaches(self):
-        self.create("vs-lv-tmp", "weight=128")
+        self.create("vs-lv-tmp", "weight=128 class=background")
         pid, tids = self.status_vcpus("vs-lv-tmp")
-        self.assertIsNotNone(self.domain("vs-lv-tmp"))
+        dom = self.domain("vs-lv-tmp")
+        self.assertIsNotNone(dom)
+        self.assertEqual(dom["class"], "background")  # through the hook
         self.virsh("destroy", "vs-lv-tmp")
         t, _ = self.wait_domain("vs-lv-tmp", lambda d: d is None)
         self.assertIsNotNone(t, "still attached after virsh destroy")

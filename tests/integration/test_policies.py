@@ -10,39 +10,12 @@ import time
 import unittest
 
 import vstest
-from vstest import Busy, Daemon
 
 TOL = 0.03        # +-3 points
 WINDOW_S = 3.0
 
 
-class PolicyTest(unittest.TestCase):
-    def setUp(self):
-        vstest.pin_self_to_housekeeping()
-        self.procs, self.daemons = [], []
-
-    def tearDown(self):
-        for d in self.daemons:
-            d.cleanup()
-        for p in self.procs:
-            p.stop()
-
-    def daemon(self, policy, *params):
-        args = ["--rt-runtime-us", "-1"]
-        for p in params:
-            args += ["--pool-param", p]
-        d = Daemon(*args, policy=policy).start()
-        self.daemons.append(d)
-        return d
-
-    def spawn(self, *a, **kw):
-        p = Busy(*a, **kw)
-        self.procs.append(p)
-        return p
-
-    def attach(self, d, name, p, *params):
-        d.ctl("attach", name, "--pid", str(p.pid), *params)
-
+class PolicyTest(vstest.DaemonTestCase):
     def near(self, got, want, what):
         self.assertAlmostEqual(got, want, delta=TOL, msg=f"{what}: {got:.3f}, want {want:.3f}")
 

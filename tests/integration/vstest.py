@@ -12,6 +12,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 
 BUILD = os.environ.get("VCPUSCHED_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -303,3 +304,34 @@ def read_latencies(path, skip=20):
 def percentile(xs, p):
     s = sorted(xs)
     return s[max(0, min(len(s) - 1, int(p / 100.0 * len(s) + 0.999999) - 1))]
+
+
+class DaemonTestCase(unittest.TestCase):
+    """A test that starts private daemons and busy processes, all cleaned up."""
+
+    def setUp(self):
+        pin_self_to_housekeeping()
+        self.procs, self.daemons = [], []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.cleanup()
+        for p in self.procs:
+            p.stop()
+
+    def daemon(self, policy, *params):
+        """A daemon running `policy`, RT throttling off, with pool parameters."""
+        args = ["--rt-runtime-us", "-1"]
+        for p in params:
+            args += ["--pool-param", p]
+        d = Daemon(*args, policy=policy).start()
+        self.daemons.append(d)
+        return d
+
+    def spawn(self, *a, **kw):
+        p = Busy(*a, **kw)
+        self.procs.append(p)
+        return p
+
+    def attach(self, d, name, p, *params):
+        d.ctl("attach", name, "--pid", str(p.pid), *params)

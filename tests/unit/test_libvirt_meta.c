@@ -104,6 +104,9 @@ static const struct {
     /* Values are the daemon's to judge (weight=0 is refused there, not here). */
     {DOM("<vs:sched " NS " weight='0'/>"), true, "weight=0"},
     {DOM("<vs:sched " NS " weight='abc'/>"), true, "weight=abc"},
+    /* The background class travels like any parameter (the daemon checks it). */
+    {DOM("<vs:sched " NS " policy='credit2' class='background'/>"), true,
+     "policy=credit2 class=background"},
 };
 
 START_TEST(test_domain_good)
@@ -206,6 +209,7 @@ static const struct {
     {"", 0, false, ""},
     {"  \n", 0, false, ""},
     {"<sched policy=\"credit\" weight=\"512\"/>", 0, true, "policy=credit weight=512"},
+    {"<sched class=\"background\"/>", 0, true, "class=background"},
     {"<sched xmlns=\"https://vcpusched.org/xmlns/1\" cap=\"10\"/>", 0, true, "cap=10"},
     {"<sched/>", 0, true, ""},
     {"<other/>", -EINVAL, false, ""},

@@ -637,6 +637,33 @@ thread_resync(struct sched_pool *sp, struct sched_thread *th, uint64_t now)
 }
 
 int
+sched_wake_missed(struct sched *s)
+{
+    struct sched_dom *d;
+    int n = 0;
+
+    pthread_mutex_lock(&s->lock);
+    TAILQ_FOREACH(d, &s->doms, link)
+    {
+        sched_pool_lock(d->sp);
+        for (unsigned int i = 0; i < d->nr_threads; i++) {
+            struct sched_thread *th = d->threads[i];
+            char state;
+
+            if (th->gone || th->act->frozen || th->pv->runnable ||
+                act_read_stat(d->pid, th->act->tid, &state, NULL) < 0 || state != 'R')
+                continue;
+            pool_wake(&d->sp->pool, th->pv, sched_now());
+            n++;
+        }
+        sched_pool_unlock(d->sp);
+    }
+    s->missed_wakes += (uint64_t)n;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+int
 sched_resync(struct sched *s)
 {
     struct sched_dom *d;

@@ -131,6 +131,14 @@ int sched_reap(struct sched *s);
  * from /proc and correct the policies' view. Returns threads corrected.
  */
 int sched_resync(struct sched *s);
+/*
+ * The kernel does not always fire sched_wakeup (vcpusched.bpf.c): a vCPU
+ * whose wake went unreported stays runnable at LOW, unseen, and never runs
+ * while an elected thread that does not block holds its CPU. Called every
+ * housekeeping tick: each thread the pool believes blocked is looked up in
+ * /proc, and one found runnable is woken. Returns how many.
+ */
+int sched_wake_missed(struct sched *s);
 
 /* JSON views for the control protocol (docs/protocol.md). New objects. */
 struct json_object *sched_json_domain(struct sched *s, const char *name);

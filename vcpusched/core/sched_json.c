@@ -65,6 +65,11 @@ vcpu_json(struct sched_pool *sp, struct sched_thread *th)
     json_object_object_add(o, "cpu", json_object_new_int(th->act->cpu));
     json_object_object_add(o, "state", json_object_new_string(thread_state(th)));
     json_object_object_add(o, "level", json_object_new_string(th->mid_on >= 0 ? "mid" : "low"));
+    json_object_object_add(o, "class",
+                           json_object_new_string(th->pv->cls.bg ? "background" : "foreground"));
+    if (bgclass_vcpu_mode(&sp->pool, th->pv) != NULL)
+        json_object_object_add(o, "mode",
+                               json_object_new_string(bgclass_vcpu_mode(&sp->pool, th->pv)));
     json_object_object_add(o, "run_ns", json_object_new_int64((int64_t)th->pv->run_ns));
     json_object_object_add(o, "switches", json_object_new_int64((int64_t)th->switches));
     json_object_object_add(o, "wakes", json_object_new_int64((int64_t)th->pv->wakes));
@@ -86,6 +91,8 @@ dom_json(struct sched_dom *d)
     json_object_object_add(o, "pool", json_object_new_string(sp->pool.name));
     json_object_object_add(o, "policy", json_object_new_string(pool_policy_name(&sp->pool)));
     json_object_object_add(o, "source", json_object_new_string(d->source));
+    json_object_object_add(o, "class",
+                           json_object_new_string(d->pd->background ? "background" : "foreground"));
     json_object_object_add(o, "pid", json_object_new_int(d->pid));
     json_object_object_add(o, "params", params_json(sp, d->pd));
     for (unsigned int i = 0; i < d->nr_threads; i++)
@@ -210,6 +217,15 @@ pool_json(struct sched_pool *sp)
     json_object_object_add(o, "timers", json_object_new_int64((int64_t)sp->pool.stats.timers));
     json_object_object_add(o, "clock_clamps",
                            json_object_new_int64((int64_t)sp->pool.stats.clock_clamps));
+    json_object_object_add(o, "bg_domains", json_object_new_int((int)sp->pool.cls.nr_bg_doms));
+    json_object_object_add(o, "bg_batch_enters",
+                           json_object_new_int64((int64_t)sp->pool.cls.stats.batch_enters));
+    json_object_object_add(o, "bg_batch_exits",
+                           json_object_new_int64((int64_t)sp->pool.cls.stats.batch_exits));
+    json_object_object_add(o, "bg_alpha_slices",
+                           json_object_new_int64((int64_t)sp->pool.cls.stats.alpha_slices));
+    json_object_object_add(o, "bg_gap_slices",
+                           json_object_new_int64((int64_t)sp->pool.cls.stats.gap_slices));
     json_object_object_add(o, "decisions", json_object_new_int64((int64_t)sp->st.decisions));
     json_object_object_add(o, "dispatcher_cpu_ns", json_object_new_int64((int64_t)cpu_ns));
     json_object_object_add(o, "wake_to_mid_p50_ns",
@@ -263,6 +279,7 @@ events_json(struct sched *s)
     json_object_object_add(o, "ring_bytes", json_object_new_int64((int64_t)st.ring_bytes));
     json_object_object_add(o, "watched", json_object_new_int((int)st.watched));
     json_object_object_add(o, "resyncs", json_object_new_int64((int64_t)s->resyncs));
+    json_object_object_add(o, "missed_wakes", json_object_new_int64((int64_t)s->missed_wakes));
     return o;
 }
 
@@ -287,25 +304,27 @@ sched_json_stats(struct sched *s)
     return o;
 }
 
-/* One schema as [{name, type, min, max, default, help}]. */
+/* A policy's schema and the background class's, as [{name, type, min, max, default, help}]. */
 static struct json_object *
-schema_json(const struct policy_param *schema)
+schema_json(const struct policy_param *schema, const struct policy_param *cls)
 {
     static const char *const types[] = {
         [POLICY_PARAM_INT] = "int", [POLICY_PARAM_BOOL] = "bool", [POLICY_PARAM_STR] = "string"};
     struct json_object *arr = json_object_new_array();
 
-    for (size_t i = 0; schema != NULL && schema[i].name != NULL; i++) {
-        const struct policy_param *p = &schema[i];
-        struct json_object *o = json_object_new_object();
+    for (int k = 0; k < 2; k++, schema = cls) {
+        for (size_t i = 0; schema != NULL && schema[i].name != NULL; i++) {
+            const struct policy_param *p = &schema[i];
+            struct json_object *o = json_object_new_object();
 
-        json_object_object_add(o, "name", json_object_new_string(p->name));
-        json_object_object_add(o, "type", json_object_new_string(types[p->type]));
-        json_object_object_add(o, "min", json_object_new_int64(p->min));
-        json_object_object_add(o, "max", json_object_new_int64(p->max));
-        json_object_object_add(o, "default", json_object_new_int64(p->def));
-        json_object_object_add(o, "help", json_object_new_string(p->help ? p->help : ""));
-        json_object_array_add(arr, o);
+            json_object_object_add(o, "name", json_object_new_string(p->name));
+            json_object_object_add(o, "type", json_object_new_string(types[p->type]));
+            json_object_object_add(o, "min", json_object_new_int64(p->min));
+            json_object_object_add(o, "max", json_object_new_int64(p->max));
+            json_object_object_add(o, "default", json_object_new_int64(p->def));
+            json_object_object_add(o, "help", json_object_new_string(p->help ? p->help : ""));
+            json_object_array_add(arr, o);
+        }
     }
     return arr;
 }
@@ -323,8 +342,10 @@ sched_json_policies(const char *name)
         json_object_object_add(o, "name", json_object_new_string(all[i]->name));
         json_object_object_add(o, "summary",
                                json_object_new_string(all[i]->summary ? all[i]->summary : ""));
-        json_object_object_add(o, "pool_params", schema_json(all[i]->pool_params));
-        json_object_object_add(o, "dom_params", schema_json(all[i]->dom_params));
+        json_object_object_add(o, "pool_params",
+                               schema_json(all[i]->pool_params, bgclass_pool_params()));
+        json_object_object_add(o, "dom_params",
+                               schema_json(all[i]->dom_params, bgclass_dom_params()));
         json_object_array_add(arr, o);
     }
     if (json_object_array_length(arr) == 0) {

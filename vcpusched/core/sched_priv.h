@@ -124,7 +124,8 @@ struct sched {
     struct sched_thread *_Atomic threads[STATEFILE_SLOTS]; /* by slot */
     atomic_bool resync; /* events were lost: re-read thread states */
     uint64_t resyncs;
-    bool ev_wakeup; /* the event ring wakes a waiter (not in the dedicated pattern) */
+    uint64_t missed_wakes; /* runnable threads found blocked to the pool (sched_wake_missed) */
+    bool ev_wakeup;        /* the event ring wakes a waiter (not in the dedicated pattern) */
     uint64_t start_ns;
     /*
      * SCHED_DEDICATED: one busy-polling dispatcher serves every pool (two

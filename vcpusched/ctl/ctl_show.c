@@ -164,8 +164,22 @@ cell_kv(struct ctl_columns *t, struct json_object *obj)
 /* --- list --- */
 
 #define LIST_VCPU_HEAD                                                                             \
-    "DOMAIN POOL POLICY >VCPU >TID >CPU STATE LEVEL >RUN >SWITCHES >WAKES COUNTERS"
+    "DOMAIN POOL POLICY >VCPU >TID >CPU STATE LEVEL CLASS >RUN >SWITCHES >WAKES COUNTERS"
 #define LIST_DOM_HEAD "DOMAIN SOURCE >PID >VCPUS PARAMS"
+
+/* fg, or bg:normal / bg:batch (the mode of its CPU); "-" from an older daemon. */
+static void
+cell_class(struct ctl_columns *t, struct json_object *v)
+{
+    const char *cls = jstr(v, "class"), *mode = jstr(v, "mode");
+
+    if (strcmp(cls, "foreground") == 0)
+        ctl_columns_cell(t, "fg");
+    else if (strcmp(cls, "background") == 0)
+        ctl_columns_cell(t, "bg:%s", mode[0] != '\0' ? mode : "-");
+    else
+        ctl_columns_cell(t, "-");
+}
 
 static void
 list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
@@ -185,6 +199,7 @@ list_vcpu_rows(struct ctl_columns *t, struct json_object *dom)
         cell_field(t, v, "cpu");
         cell_field(t, v, "state");
         cell_field(t, v, "level");
+        cell_class(t, v);
         cell_ns(t, v, "run_ns");
         cell_field(t, v, "switches");
         cell_field(t, v, "wakes");
@@ -336,6 +351,13 @@ ctl_show_stats(FILE *f, struct json_object *result)
         struct json_object *p = json_object_array_get_idx(pools, i),
                            *e = ctl_json_get(p, "last_error");
 
+        if (jint(p, "bg_domains") > 0 || jint(p, "bg_batch_enters") > 0)
+            fprintf(f,
+                    "pool %s: background class: %" PRId64 " domain(s), batch mode entered %" PRId64
+                    ", left %" PRId64 ", alpha slices %" PRId64 ", gap slices %" PRId64 "\n",
+                    jstr(p, "name"), jint(p, "bg_domains"), jint(p, "bg_batch_enters"),
+                    jint(p, "bg_batch_exits"), jint(p, "bg_alpha_slices"),
+                    jint(p, "bg_gap_slices"));
         if (e != NULL && json_object_is_type(e, json_type_string))
             fprintf(f, "pool %s: last error: %s\n", json_object_get_string(ctl_json_get(p, "name")),
                     json_object_get_string(e));

@@ -379,6 +379,7 @@ housekeeping(struct daemon *d)
     n = sched_resync(d->ctx.sched);
     if (n > 0)
         log_warnx("events were lost: corrected the state of %d thread(s)", n);
+    (void)sched_wake_missed(d->ctx.sched); /* counted in stats: missed_wakes */
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);

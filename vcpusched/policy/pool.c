@@ -208,7 +208,7 @@ flush_charges(struct pool *p, uint64_t now)
         p->charge_list = v->next_charge;
         v->next_charge = NULL;
         v->on_charge_list = false;
-        if (v->uncharged_ns > 0)
+        if (v->uncharged_ns > 0 && !v->cls.held) /* a held vCPU ran in time given away */
             policy_charge(&p->pol, v->pv, v->uncharged_ns, now);
         v->uncharged_ns = 0;
     }
@@ -235,6 +235,8 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
           unsigned int nr_cpus, const struct kv *kv, size_t n, char *err)
 {
     const struct policy_ops *ops = policy_find(policy);
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX];
+    size_t pn, cn;
     int r;
 
     memset(p, 0, sizeof(*p));
@@ -250,6 +252,15 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
         snprintf(err, POLICY_ERRLEN, "a pool needs 1..%d CPUs", CPUSET_MAX);
         return -EINVAL;
     }
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    bgclass_init(&p->cls, nr_cpus);
+    bgclass_split(kv, n, false, pk, &pn, ck, &cn);
+    r = bgclass_pool_check(&p->cls, ck, cn, err);
+    if (r < 0)
+        return r;
     p->cpus = calloc(nr_cpus, sizeof(*cpus));
     if (p->cpus == NULL) {
         snprintf(err, POLICY_ERRLEN, "out of memory");
@@ -257,8 +268,8 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
     }
     memcpy(p->cpus, cpus, nr_cpus * sizeof(*cpus));
     p->nr_cpus = nr_cpus;
-    r = policy_create(&p->pol, ops, p->cpus, nr_cpus, kv, n, err);
-    if (r == 0 && kvs_merge(&p->params, kv, n) < 0) {
+    r = policy_create(&p->pol, ops, p->cpus, nr_cpus, pk, pn, err);
+    if (r == 0 && kvs_merge(&p->params, pk, pn) < 0) {
         policy_destroy(&p->pol);
         snprintf(err, POLICY_ERRLEN, "out of memory");
         r = -ENOMEM;
@@ -268,6 +279,7 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
         memset(p, 0, sizeof(*p));
         return r;
     }
+    bgclass_pool_apply(p, ck, cn);
     snprintf(p->name, sizeof(p->name), "%s", name);
     TAILQ_INIT(&p->doms);
     for (unsigned int c = 0; c < nr_cpus; c++) {
@@ -297,6 +309,7 @@ pool_fini(struct pool *p, uint64_t now)
         pool_dom_remove(p, d, now);
     policy_destroy(&p->pol);
     kvs_clear(&p->params);
+    bgclass_fini(&p->cls);
     free(p->cpus);
     memset(p, 0, sizeof(*p));
 }
@@ -348,16 +361,27 @@ int
 pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const struct cpuset *affinity,
              const struct kv *kv, size_t n, uint64_t now, struct pool_dom **out, char *err)
 {
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX];
     struct policy_values dv;
     struct cpuset all;
     struct pool_dom *d;
-    int r;
+    size_t pn, cn;
+    int r, bg;
 
     r = dom_check(p, name, nr_vcpus, affinity, err);
     if (r < 0)
         return r;
     cpuset_fill(&all, p->nr_cpus);
-    r = policy_values_parse(p->pol.ops->dom_params, kv, n, false, &dv, err);
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    bgclass_split(kv, n, true, pk, &pn, ck, &cn);
+    r = bgclass_dom_parse(ck, cn, &bg, err);
+    if (r == 0 && bg > 0)
+        r = bgclass_prepare(p, err);
+    if (r == 0)
+        r = policy_values_parse(p->pol.ops->dom_params, pk, pn, false, &dv, err);
     if (r < 0)
         return r;
     d = calloc(1, sizeof(*d));
@@ -379,7 +403,7 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
             cpuset_and(&v->affinity, &affinity[i]);
         v->elected_on = -1;
     }
-    if (kvs_merge(&d->params, kv, n) < 0)
+    if (kvs_merge(&d->params, pk, pn) < 0)
         goto nomem;
     d->pd = hdr_new(p->pol.ops, d, p->next_vcpu_id);
     if (d->pd == NULL)
@@ -394,6 +418,8 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
     p->next_vcpu_id += nr_vcpus;
     TAILQ_INSERT_TAIL(&p->doms, d, link);
     p->nr_doms++;
+    bgclass_dom_join(p, d, bg > 0, now);
+    bgclass_sync(p, NULL, now);
     collect(p);
     if (out != NULL)
         *out = d;
@@ -419,10 +445,12 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
         }
         charge_list_remove(p, v);
     }
+    bgclass_dom_leave(p, d, now);
     inst_remove(&p->pol, d->pd, now);
     TAILQ_REMOVE(&p->doms, d, link);
     p->nr_doms--;
     dom_free(d);
+    bgclass_sync(p, NULL, now);
     collect(p);
 }
 
@@ -504,6 +532,8 @@ pool_vcpu_add(struct pool *p, struct pool_dom *d, const struct cpuset *affinity,
     now = flush_charges(p, now);
     ops->vcpu_add(&p->pol, pv, now);
     policy_vcpu_mark_dirty(&p->pol, pv); /* the caller pins it */
+    bgclass_vcpu_join(p, v, d->background, now);
+    bgclass_sync(p, NULL, now);
     collect(p);
     if (out != NULL)
         *out = v;
@@ -525,6 +555,7 @@ pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now)
         v->elected_on = -1;
     }
     charge_list_remove(p, v);
+    bgclass_vcpu_leave(p, v, now);
     p->pol.ops->vcpu_remove(&p->pol, v->pv, now);
     dirty_purge_vcpu(&p->pol, v->pv);
     for (i = 0; d->vcpus[i] != v; i++)
@@ -538,6 +569,7 @@ pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now)
     free(v->pv->priv);
     free(v->pv);
     free(v);
+    bgclass_sync(p, NULL, now);
     collect(p);
     return 0;
 }
@@ -546,40 +578,53 @@ int
 pool_dom_params_for(const struct pool_dom *d, const struct policy_ops *ops, const struct kv *kv,
                     size_t n, struct kv *out, char *err)
 {
+    static const struct kv background = {BGCLASS_KEY, "background"};
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX], own[VS_PARAMS_MAX];
     struct policy_values val;
-    struct kv own[VS_PARAMS_MAX];
-    size_t nown = kvs_view(&d->params, own), k = 0;
-    int r = policy_values_parse(ops->dom_params, kv, n, false, &val, err);
+    size_t nown = kvs_view(&d->params, own), k = 0, pn, cn;
+    int r, bg;
 
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    bgclass_split(kv, n, true, pk, &pn, ck, &cn);
+    r = bgclass_dom_parse(ck, cn, &bg, err);
+    if (r == 0)
+        r = policy_values_parse(ops->dom_params, pk, pn, false, &val, err);
     if (r < 0)
         return r;
     for (size_t i = 0; i < nown; i++) {
         bool given = false;
 
-        for (size_t j = 0; j < n && !given; j++)
-            given = strcmp(kv[j].key, own[i].key) == 0;
+        for (size_t j = 0; j < pn && !given; j++)
+            given = strcmp(pk[j].key, own[i].key) == 0;
         if (!given && policy_param_index(ops->dom_params, own[i].key) >= 0)
             out[k++] = own[i];
     }
     /* Every key is in one schema (parsing refuses duplicates): k + n fits. */
-    for (size_t j = 0; j < n && k < VS_PARAMS_MAX; j++)
-        out[k++] = kv[j];
+    for (size_t j = 0; j < pn && k < VS_PARAMS_MAX; j++)
+        out[k++] = pk[j];
+    /* The class goes along unless kv says otherwise. */
+    if (cn > 0 && k < VS_PARAMS_MAX)
+        out[k++] = ck[cn - 1];
+    else if (d->background && k < VS_PARAMS_MAX)
+        out[k++] = background;
     return (int)k;
 }
 
-int
-pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now, char *err)
+/*
+ * The policy's part of pool_set: store first (it may fail for memory),
+ * then apply; the store is restored if the policy refuses.
+ */
+static int
+set_policy(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n,
+           const struct policy_values *val, uint64_t now, char *err)
 {
-    const struct policy_param *schema = d ? p->pol.ops->dom_params : p->pol.ops->pool_params;
     struct pool_kvs *store = d ? &d->params : &p->params;
     struct pool_kvs backup = {0};
-    struct policy_values val;
     int r;
 
-    r = policy_values_parse(schema, kv, n, false, &val, err);
-    if (r < 0)
-        return r;
-    /* Store first (it may fail for memory), then apply; undo on refusal. */
     for (unsigned int i = 0; i < store->n; i++) {
         backup.kv[i].key = strdup(store->kv[i].key);
         backup.kv[i].val = strdup(store->kv[i].val);
@@ -589,20 +634,55 @@ pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint
     }
     if (kvs_merge(store, kv, n) < 0)
         goto nomem;
-    now = flush_charges(p, now);
-    r = policy_set_params(&p->pol, d ? d->pd : NULL, &val, now, err);
+    r = policy_set_params(&p->pol, d ? d->pd : NULL, val, now, err);
     if (r < 0) {
         kvs_clear(store);
         *store = backup;
         return r;
     }
     kvs_clear(&backup);
-    collect(p);
     return 0;
 nomem:
     kvs_clear(&backup);
     snprintf(err, POLICY_ERRLEN, "out of memory");
     return -ENOMEM;
+}
+
+int
+pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint64_t now, char *err)
+{
+    const struct policy_param *schema = d ? p->pol.ops->dom_params : p->pol.ops->pool_params;
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX];
+    struct policy_values val;
+    size_t pn, cn;
+    int r, bg = -1;
+
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    /* The class layer's keys are checked first; nothing changes until all pass. */
+    bgclass_split(kv, n, d != NULL, pk, &pn, ck, &cn);
+    r = d ? bgclass_dom_parse(ck, cn, &bg, err) : bgclass_pool_check(&p->cls, ck, cn, err);
+    if (r == 0 && bg > 0)
+        r = bgclass_prepare(p, err);
+    if (r == 0)
+        r = policy_values_parse(schema, pk, pn, false, &val, err);
+    if (r < 0)
+        return r;
+    now = flush_charges(p, now);
+    if (pn > 0 || cn == 0) { /* a request of class keys alone leaves the policy alone */
+        r = set_policy(p, d, pk, pn, &val, now, err);
+        if (r < 0)
+            return r;
+    }
+    if (d != NULL && bg >= 0)
+        bgclass_dom_set(p, d, bg > 0, now);
+    else if (d == NULL)
+        bgclass_pool_apply(p, ck, cn);
+    bgclass_sync(p, NULL, now);
+    collect(p);
+    return 0;
 }
 
 /* Undo a partly built instance (newpd[0..k) added to np). */
@@ -624,22 +704,31 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
             char *err)
 {
     const struct policy_ops *ops = policy_find(policy);
+    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX];
     struct policy_dom **newpd;
     struct pool_kvs newparams = {0};
     struct policy np;
     struct pool_dom *d;
     unsigned int k = 0;
+    size_t pn, cn;
     int r;
 
     if (ops == NULL) {
         snprintf(err, POLICY_ERRLEN, "unknown policy '%.32s'", policy);
         return -EINVAL;
     }
-    r = policy_create(&np, ops, p->cpus, p->nr_cpus, kv, n, err);
+    if (n > VS_PARAMS_MAX) {
+        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    bgclass_split(kv, n, false, pk, &pn, ck, &cn);
+    r = bgclass_pool_check(&p->cls, ck, cn, err);
+    if (r == 0)
+        r = policy_create(&np, ops, p->cpus, p->nr_cpus, pk, pn, err);
     if (r < 0)
         return r;
     newpd = calloc(p->nr_doms + 1, sizeof(*newpd));
-    if (newpd == NULL || kvs_merge(&newparams, kv, n) < 0) {
+    if (newpd == NULL || kvs_merge(&newparams, pk, pn) < 0) {
         free(newpd);
         policy_destroy(&np);
         kvs_clear(&newparams);
@@ -694,18 +783,22 @@ pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, u
         p->cpu[c].until = POLICY_NEVER;
     }
     cpuset_fill(&p->need_pick, p->nr_cpus);
+    bgclass_switch_begin(p);
     TAILQ_FOREACH(d, &p->doms, link)
     {
         for (unsigned int i = 0; i < d->nr_vcpus; i++) {
             struct pool_vcpu *v = d->vcpus[i];
 
-            if (v->runnable) {
+            if (v->runnable && !v->cls.held) {
                 v->pv->runnable = true;
                 p->pol.ops->wake(&p->pol, v->pv, now);
             }
         }
     }
+    bgclass_switch_end(p, now);
+    bgclass_pool_apply(p, ck, cn);
     p->stats.policy_switches++;
+    bgclass_sync(p, NULL, now);
     collect(p);
     return 0;
 }
@@ -729,10 +822,13 @@ pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now)
         return;
     now = flush_charges(p, now);
     v->runnable = true;
-    v->pv->runnable = true;
     v->wakes++;
     p->stats.wakes++;
-    p->pol.ops->wake(&p->pol, v->pv, now);
+    if (!bgclass_wake(p, v, now)) { /* a held vCPU stays asleep to the policy */
+        v->pv->runnable = true;
+        p->pol.ops->wake(&p->pol, v->pv, now);
+    }
+    bgclass_sync(p, v, now);
     collect(p);
 }
 
@@ -743,24 +839,28 @@ pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now)
         return;
     now = flush_charges(p, now);
     v->runnable = false;
-    v->pv->runnable = false;
     v->sleeps++;
     p->stats.sleeps++;
-    p->pol.ops->sleep(&p->pol, v->pv, now);
+    if (!bgclass_sleep(p, v, now)) { /* a held vCPU was asleep to the policy */
+        v->pv->runnable = false;
+        p->pol.ops->sleep(&p->pol, v->pv, now);
+    }
     if (v->elected_on >= 0)
         cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
+    bgclass_sync(p, v, now);
     collect(p);
 }
 
 void
 pool_yield(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
-    if (!v->runnable || p->pol.ops->yield == NULL)
-        return; /* nothing would change */
+    if (!v->runnable || v->cls.held || p->pol.ops->yield == NULL)
+        return; /* nothing would change (the policy does not know a held vCPU) */
     now = flush_charges(p, now);
     policy_yield(&p->pol, v->pv, now);
     if (v->elected_on >= 0)
         cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
+    bgclass_sync(p, NULL, now);
     collect(p);
 }
 
@@ -773,6 +873,7 @@ pool_timer(struct pool *p, uint64_t now)
     p->pol.timer = POLICY_NEVER;
     p->stats.timers++;
     policy_timer(&p->pol, now);
+    bgclass_sync(p, NULL, now);
     collect(p);
 }
 
@@ -804,6 +905,22 @@ decision_check(const struct pool *p, unsigned int cpu, uint64_t now,
     return NULL;
 }
 
+/*
+ * With background domains the class layer decides (bgclass.c), asking
+ * the policy when needed: the policy's own answer is checked, then the
+ * decision.
+ */
+static const char *
+pick_with_class(struct pool *p, unsigned int cpu, uint64_t now, struct policy_decision *d)
+{
+    struct policy_decision raw;
+    const char *bad = bgclass_pick(p, cpu, now, &raw, d);
+
+    if (bad == NULL && raw.until != 0)
+        bad = decision_check(p, cpu, now, &raw);
+    return bad != NULL ? bad : decision_check(p, cpu, now, d);
+}
+
 const struct pool_cpu *
 pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
 {
@@ -815,9 +932,13 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     now = flush_charges(p, now);
     VS_ASSERT(cpu < p->nr_cpus);
     VS_ASSERT(c->elected == NULL || c->elected->elected_on == (int)cpu);
-    p->pol.ops->pick(&p->pol, cpu, now, &d);
+    if (bgclass_active(&p->cls)) {
+        bad = pick_with_class(p, cpu, now, &d);
+    } else {
+        p->pol.ops->pick(&p->pol, cpu, now, &d);
+        bad = decision_check(p, cpu, now, &d);
+    }
     p->stats.picks++;
-    bad = decision_check(p, cpu, now, &d);
     if (bad != NULL) {
         p->stats.violations++;
         snprintf(p->last_violation, sizeof(p->last_violation), "%s on cpu %u: %s", p->pol.ops->name,
@@ -865,6 +986,10 @@ void
 pool_get_params(struct pool *p, struct pool_dom *d, struct policy_sink *sk)
 {
     policy_get_params(&p->pol, d ? d->pd : NULL, sk);
+    if (d == NULL)
+        bgclass_get_params(&p->cls, sk);
+    else if (d->background)
+        sk->put_str(sk, BGCLASS_KEY, "background");
 }
 
 void

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "bgclass.h"
 #include "policy.h"
 
 /* Parameters as given ("key=value"), kept to carry them across switches. */
@@ -49,6 +50,7 @@ struct pool_vcpu {
     uint64_t wakes;
     uint64_t sleeps;
     uint64_t elections;
+    struct bgclass_vcpu cls; /* the background class layer's (bgclass.c) */
 };
 
 struct pool_dom {
@@ -58,6 +60,7 @@ struct pool_dom {
     unsigned int nr_vcpus;
     struct pool_vcpu **vcpus; /* each allocated alone: addresses survive hot-plug */
     struct pool_kvs params;
+    bool background; /* class=background (bgclass.c) */
     void *owner;
     TAILQ_ENTRY(pool_dom) link;
 };
@@ -95,11 +98,13 @@ struct pool {
     uint64_t last_now; /* the latest time given to the policy */
     struct pool_stats stats;
     char last_violation[POLICY_ERRLEN];
+    struct bgclass cls; /* the background class layer (bgclass.c) */
 };
 
 /*
  * Create a pool running `policy` on `cpus` (copied). Pool parameters are
- * validated against the policy's schema; on error nothing is allocated.
+ * validated against the policy's schema and the background class's
+ * (bg_*, bgclass.h); on error nothing is allocated.
  */
 int pool_init(struct pool *p, const char *name, const char *policy, const struct policy_cpu *cpus,
               unsigned int nr_cpus, const struct kv *kv, size_t n, char *err);
@@ -109,8 +114,9 @@ void pool_fini(struct pool *p, uint64_t now);
 /*
  * Attach a domain with `nr_vcpus` vCPUs, `affinity[i]` the pool CPUs vCPU
  * i may use (empty, or affinity NULL: all). Parameters are checked
- * strictly. On success the vCPUs are placed (dirty) and not runnable; the
- * caller then reports wakes.
+ * strictly (the policy's, and class=foreground|background). On success
+ * the vCPUs are placed (dirty) and not runnable; the caller then reports
+ * wakes.
  */
 int pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus,
                  const struct cpuset *affinity, const struct kv *kv, size_t n, uint64_t now,
