@@ -495,8 +495,9 @@ START_TEST(test_params_shown)
     f = sim_add_ok(&s, "F", 1, sim_busy(), "class=foreground");
     b = sim_add_ok(&s, "B", 1, sim_busy(), "class=background weight=300");
     pool_get_params(&s.pool, NULL, &sk);
-    ck_assert_str_eq(buf, "ratelimit_us=1000 runqueue=socket bg_alpha_ms=300 bg_beta_ms=5000 "
-                          "bg_slice_us=2000 ");
+    ck_assert_str_eq(buf,
+                     "ratelimit_us=1000 runqueue=socket inflight=1 bg_alpha_ms=300 bg_beta_ms=5000 "
+                     "bg_slice_us=2000 ");
     buf[0] = '\0';
     pool_get_params(&s.pool, b, &sk);
     ck_assert_str_eq(buf, "weight=300 cap=0 class=background ");

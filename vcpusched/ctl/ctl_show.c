@@ -171,7 +171,7 @@ cell_kv(struct ctl_columns *t, struct json_object *obj)
 static void
 cell_class(struct ctl_columns *t, struct json_object *v)
 {
-    const char *cls = jstr(v, "class"), *mode = jstr(v, "mode");
+    const char *cls = ctl_json_str(v, "class"), *mode = ctl_json_str(v, "mode");
 
     if (strcmp(cls, "foreground") == 0)
         ctl_columns_cell(t, "fg");
@@ -355,7 +355,7 @@ ctl_show_stats(FILE *f, struct json_object *result)
             fprintf(f,
                     "pool %s: background class: %" PRId64 " domain(s), batch mode entered %" PRId64
                     ", left %" PRId64 ", alpha slices %" PRId64 ", gap slices %" PRId64 "\n",
-                    jstr(p, "name"), jint(p, "bg_domains"), jint(p, "bg_batch_enters"),
+                    ctl_json_str(p, "name"), jint(p, "bg_domains"), jint(p, "bg_batch_enters"),
                     jint(p, "bg_batch_exits"), jint(p, "bg_alpha_slices"),
                     jint(p, "bg_gap_slices"));
         if (e != NULL && json_object_is_type(e, json_type_string))
