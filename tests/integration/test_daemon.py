@@ -205,8 +205,9 @@ class DaemonTest(unittest.TestCase):
         for i, h in enumerate(hogs):
             d.ctl("attach", f"hog{i}", "--pid", str(h.pid), "--pool", "main" if i < 2 else "second")
         # Each pool's two hogs split its CPU (the CPUs themselves may give
-        # the hogs different amounts: interrupts, kernel threads).
-        _, wall = vstest.shares([h.tid for h in hogs], 3.0)
+        # the hogs different amounts: interrupts, kernel threads). 8 s
+        # windows: this runs only on 4+ CPUs, i.e. in the TCG rig.
+        _, wall = vstest.shares([h.tid for h in hogs], 8.0)
         for pool in (hogs[:2], hogs[2:]):
             for h in pool:
                 self.assert_share(wall[h.tid] / sum(wall[p.tid] for p in pool), 1 / 2,
@@ -216,7 +217,7 @@ class DaemonTest(unittest.TestCase):
         t0 = time.monotonic()
         d.ctl("pool", "destroy", "second")
         self.assertLess(time.monotonic() - t0, 5.0)
-        split, _ = vstest.shares([h.tid for h in hogs[:2]], 2.0)
+        split, _ = vstest.shares([h.tid for h in hogs[:2]], 8.0)
         for h in hogs[:2]:
             self.assert_share(split[h.tid], 1 / 2, f"hog {h.pid} after the other pool left")
 
@@ -649,8 +650,9 @@ class DaemonTest(unittest.TestCase):
                 time.sleep(0.02)
                 self.assertFalse(wrong(), f"after switch {n}")
         d.ctl("pool", "set", "main", "policy=rr", f"slice_us={vstest.slice_us(2000)}")
-        # rr does not move threads: each CPU's two hogs split it.
-        _, wall = vstest.shares([h.tid for h in hogs], 3.0)
+        # rr does not move threads: each CPU's two hogs split it (an 8 s
+        # window: this runs only on 3+ CPUs, i.e. in the TCG rig).
+        _, wall = vstest.shares([h.tid for h in hogs], 8.0)
         for h in hogs:
             pair = [p for p in hogs if os.sched_getaffinity(p.tid) == os.sched_getaffinity(h.tid)]
             self.assertEqual(len(pair), 2, f"hog {h.pid}: {len(pair) - 1} other(s) on its CPU")

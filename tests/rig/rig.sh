@@ -68,7 +68,9 @@ mkdir -p "$out"
 out=$(realpath "$out")
 find "$out" -mindepth 1 -delete
 if [ "$install" = deb ]; then
-    "$src/scripts/build-deb.sh" --build "$build" --out "$out/deb" >&2
+    # From this checkout, as the package builds (scripts/build-deb.sh).
+    deb=$("$src/scripts/build-deb.sh" --out "$out/deb")
+    [ -f "$deb" ] || die "scripts/build-deb.sh made no package"
 fi
 {
     echo "VS_RIG_SRC=$src"
