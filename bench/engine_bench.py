@@ -42,6 +42,9 @@ import schedtrace  # noqa: E402
 
 # Set from the command line (--managed-cpu and friends), in every cell too.
 MANAGED_CPU, HOUSEKEEPING_CPU, DISPATCHER_CPU = 1, 0, 0
+# The daemon's --rt-runtime-us (-1: no 50 ms hole a second; a stock 6.1
+# kernel without a fair server needs throttling kept, see --rt-runtime-us).
+DAEMON_RT_RUNTIME = -1
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 RUN_EXCLUSIVE = os.path.join(SRC, "tests", "integration", "run-exclusive")
 SLICES_US = [5, 10, 20, 50, 100, 150]
@@ -173,7 +176,7 @@ class Targets:
 
 def start_daemon(policy, pattern, events="bpf", params=()):
     from vstest import Daemon
-    args = ["--pattern", pattern, "--rt-runtime-us", "-1"]
+    args = ["--pattern", pattern, "--rt-runtime-us", str(DAEMON_RT_RUNTIME)]
     if pattern == "dedicated":
         args += ["--dispatcher-cpu", str(DISPATCHER_CPU)]
     for p in params:
@@ -363,10 +366,11 @@ CELLS = {"switch": cell_switch, "cycle": cell_cycle, "wake": cell_wake,
 
 
 def use_cpus(cpus):
-    """The CPUs of this run: {"managed", "housekeeping", "dispatcher"}."""
-    global MANAGED_CPU, HOUSEKEEPING_CPU, DISPATCHER_CPU
+    """The CPUs of this run ({"managed", "housekeeping", "dispatcher"}) and
+    the daemon's --rt-runtime-us ("rt_runtime_us")."""
+    global MANAGED_CPU, HOUSEKEEPING_CPU, DISPATCHER_CPU, DAEMON_RT_RUNTIME
     MANAGED_CPU, HOUSEKEEPING_CPU = cpus["managed"], cpus["housekeeping"]
-    DISPATCHER_CPU = cpus["dispatcher"]
+    DISPATCHER_CPU, DAEMON_RT_RUNTIME = cpus["dispatcher"], cpus["rt_runtime_us"]
 
 
 def traced_cpus():
@@ -404,7 +408,7 @@ def run_cell(spec):
 def plan(args):
     base = {"build": os.path.abspath(args.build),
             "cpus": {"managed": MANAGED_CPU, "housekeeping": HOUSEKEEPING_CPU,
-                     "dispatcher": DISPATCHER_CPU}}
+                     "dispatcher": DISPATCHER_CPU, "rt_runtime_us": DAEMON_RT_RUNTIME}}
     cells = []
     if "switch" in args.only:
         for kind in args.kinds:
@@ -518,7 +522,8 @@ def report(cmdline, facts, results, elapsed_s):
           f"Command: `{cmdline}`  ", f"Wall time: {elapsed_s:.0f} s", "",
           "Machine: " + ", ".join(f"{k} `{v}`" for k, v in facts.items() if k != "date"), "",
           f"Daemon: `vcpuschedd --cpus {MANAGED_CPU} --policy rr --pool-param slice_us=N "
-          f"--rt-runtime-us -1` (`--pattern dedicated --dispatcher-cpu {DISPATCHER_CPU}` for "
+          f"--rt-runtime-us {DAEMON_RT_RUNTIME}` (`--pattern dedicated --dispatcher-cpu "
+          f"{DISPATCHER_CPU}` for "
           "dedicated"
           + (": the dedicated dispatcher busy-polls the housekeeping CPU"
              if DISPATCHER_CPU == HOUSEKEEPING_CPU else ", a CPU of its own")
@@ -557,13 +562,16 @@ def main():
                     help="where the driver, daemon and targets start (default 0)")
     ap.add_argument("--dispatcher-cpu", type=int,
                     help="the dedicated dispatcher's CPU (default: the housekeeping CPU)")
+    ap.add_argument("--rt-runtime-us", type=int, default=DAEMON_RT_RUNTIME,
+                    help="the daemon's --rt-runtime-us (default -1: no RT throttling; keep "
+                    "950000 on a kernel without a fair server, e.g. Debian 12's 6.1)")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell:
         return run_cell_child(json.loads(args.cell))
     use_cpus({"managed": args.managed_cpu, "housekeeping": args.housekeeping_cpu,
               "dispatcher": args.housekeeping_cpu if args.dispatcher_cpu is None
-              else args.dispatcher_cpu})
+              else args.dispatcher_cpu, "rt_runtime_us": args.rt_runtime_us})
     if MANAGED_CPU in (HOUSEKEEPING_CPU, DISPATCHER_CPU):
         ap.error("--managed-cpu must differ from the housekeeping and dispatcher CPUs")
     args.slices = [int(s) for s in args.slices.split(",")]

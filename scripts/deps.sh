@@ -16,6 +16,8 @@ pkgs=(
     busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping cpio
     # tools the tests and benchmarks call
     numactl util-linux procps psmisc kmod python3 gnuplot-nox
+    # the real-host rig boots this machine's root under systemd (tests/rig)
+    systemd dbus
 )
 
 if [ "$(id -u)" -ne 0 ]; then
