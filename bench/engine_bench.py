@@ -40,7 +40,11 @@ sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 
 import schedtrace  # noqa: E402
 
-MANAGED_CPU, HOUSEKEEPING_CPU = 1, 0
+# Set from the command line (--managed-cpu and friends), in every cell too.
+MANAGED_CPU, HOUSEKEEPING_CPU, DISPATCHER_CPU = 1, 0, 0
+# The daemon's --rt-runtime-us (-1: no 50 ms hole a second; a stock 6.1
+# kernel without a fair server needs throttling kept, see --rt-runtime-us).
+DAEMON_RT_RUNTIME = -1
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 RUN_EXCLUSIVE = os.path.join(SRC, "tests", "integration", "run-exclusive")
 SLICES_US = [5, 10, 20, 50, 100, 150]
@@ -116,8 +120,9 @@ class Targets:
     2-vCPU TCG guest running the hog role. attach() hands them to a daemon.
     A failure half-way stops what was started."""
 
-    def __init__(self, build, kind, specs, tmp, cpu=HOUSEKEEPING_CPU):
+    def __init__(self, build, kind, specs, tmp, cpu=None):
         self.kind, self.procs, self.tids, self.guest_pidfile = kind, [], [], None
+        cpu = HOUSEKEEPING_CPU if cpu is None else cpu
         exe = os.path.join(build, "bench", "spin_target")
         try:
             if kind == "vcpu":
@@ -138,7 +143,8 @@ class Targets:
         log = os.path.join(tmp, "g.log")
         subprocess.run([os.path.join(SRC, "vm-images", "run-guest"), "--name", "vsbench",
                         "--role", "hog", "--smp", "2", "--serial", log, "--pidfile",
-                        self.guest_pidfile, "--qmp", self.qmp, "--cpu-affinity", "0"],
+                        self.guest_pidfile, "--qmp", self.qmp,
+                        "--cpu-affinity", str(HOUSEKEEPING_CPU)],
                        check=True, capture_output=True)
         deadline = time.monotonic() + 60
         while "VS-HOG" not in open(log, errors="replace").read():
@@ -170,12 +176,12 @@ class Targets:
 
 def start_daemon(policy, pattern, events="bpf", params=()):
     from vstest import Daemon
-    args = ["--pattern", pattern, "--rt-runtime-us", "-1"]
+    args = ["--pattern", pattern, "--rt-runtime-us", str(DAEMON_RT_RUNTIME)]
     if pattern == "dedicated":
-        args += ["--dispatcher-cpu", str(HOUSEKEEPING_CPU)]
+        args += ["--dispatcher-cpu", str(DISPATCHER_CPU)]
     for p in params:
         args += ["--pool-param", p]
-    return Daemon(*args, policy=policy, events=events).start()
+    return Daemon(*args, cpus=str(MANAGED_CPU), policy=policy, events=events).start()
 
 
 def daemon_tids(d):
@@ -216,7 +222,7 @@ def cell_switch(spec, tmp):
     trace window. The trace is parsed after the daemon has gone, so that a
     dedicated dispatcher spinning on this CPU does not slow the parsing."""
     with contextlib.ExitStack() as stack:
-        trace = stack.enter_context(contextlib.closing(schedtrace.SchedTrace()))
+        trace = stack.enter_context(contextlib.closing(schedtrace.SchedTrace(traced_cpus())))
         targets = Targets(spec["build"], spec["kind"], ["busy", "busy"], tmp)
         stack.callback(targets.stop)
         return [switch_result(slice_us, [switch_rep(spec, slice_us, targets, trace)
@@ -328,7 +334,7 @@ def cell_wake(spec, tmp):
         hog = Targets(build, "process", ["busy"], tmp)
         stack.callback(hog.stop)
         trace = stack.enter_context(
-            contextlib.closing(schedtrace.SchedTrace(wake_tids=sleeper.tids)))
+            contextlib.closing(schedtrace.SchedTrace(traced_cpus(), wake_tids=sleeper.tids)))
         d = start_daemon(spec["policy"], "shared", events=spec["events"])
         try:
             sleeper.attach(d)
@@ -359,8 +365,21 @@ CELLS = {"switch": cell_switch, "cycle": cell_cycle, "wake": cell_wake,
          "wake_latency": cell_wake_latency}
 
 
+def use_cpus(cpus):
+    """The CPUs of this run ({"managed", "housekeeping", "dispatcher"}) and
+    the daemon's --rt-runtime-us ("rt_runtime_us")."""
+    global MANAGED_CPU, HOUSEKEEPING_CPU, DISPATCHER_CPU, DAEMON_RT_RUNTIME
+    MANAGED_CPU, HOUSEKEEPING_CPU = cpus["managed"], cpus["housekeeping"]
+    DISPATCHER_CPU, DAEMON_RT_RUNTIME = cpus["dispatcher"], cpus["rt_runtime_us"]
+
+
+def traced_cpus():
+    return tuple(sorted({HOUSEKEEPING_CPU, MANAGED_CPU, DISPATCHER_CPU}))
+
+
 def run_cell_child(spec):
     """Entry of the child: run one cell, print its result as JSON."""
+    use_cpus(spec["cpus"])
     os.sched_setaffinity(0, {HOUSEKEEPING_CPU})
     os.environ["VCPUSCHED_BUILD"] = spec["build"]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so that cleanups run
@@ -387,7 +406,9 @@ def run_cell(spec):
 # --- the run and its report ---------------------------------------------------
 
 def plan(args):
-    base = {"build": os.path.abspath(args.build)}
+    base = {"build": os.path.abspath(args.build),
+            "cpus": {"managed": MANAGED_CPU, "housekeeping": HOUSEKEEPING_CPU,
+                     "dispatcher": DISPATCHER_CPU, "rt_runtime_us": DAEMON_RT_RUNTIME}}
     cells = []
     if "switch" in args.only:
         for kind in args.kinds:
@@ -421,6 +442,9 @@ def machine_facts(build):
             "rt_runtime_us_before": int(open(RT_RUNTIME).read()),
             "qemu": sh("qemu-system-x86_64 --version | head -1"),
             "accel": sh(os.path.join(SRC, "vm-images", "accel")),
+            "virt": sh("systemd-detect-virt || true"),
+            "cpus": f"managed {MANAGED_CPU}, housekeeping {HOUSEKEEPING_CPU}, "
+                    f"dispatcher {DISPATCHER_CPU}",
             "git": sh(f"git -C {SRC} rev-parse --short HEAD"), "build": build}
 
 
@@ -454,7 +478,8 @@ def table_switch(results):
 
 def table_cpu1(results):
     lines = ["| target | pattern | slice | switches/s | rep means run / gap (us) | "
-             "targets / vcpuschedd CPU (schedstat) | CPU 1 time (trace, first rep) | broken |",
+             f"targets / vcpuschedd CPU (schedstat) | CPU {MANAGED_CPU} time (trace, first rep) | "
+             "broken |",
              "|---|---|---|---|---|---|---|---|"]
     for spec, res in results:
         for r in res:
@@ -496,14 +521,19 @@ def report(cmdline, facts, results, elapsed_s):
     md = [f"# Engine benchmark, {facts['date']}", "",
           f"Command: `{cmdline}`  ", f"Wall time: {elapsed_s:.0f} s", "",
           "Machine: " + ", ".join(f"{k} `{v}`" for k, v in facts.items() if k != "date"), "",
-          "Daemon: `vcpuschedd --policy rr --pool-param slice_us=N --rt-runtime-us -1` "
-          "(`--pattern dedicated --dispatcher-cpu 0` for dedicated: this machine has 2 CPUs, "
-          "so the dedicated dispatcher busy-polls the housekeeping CPU). "
-          "Times in µs from sched_switch on CPU 1 (tracefs, TSC clock). mean ± sd exclude "
+          f"Daemon: `vcpuschedd --cpus {MANAGED_CPU} --policy rr --pool-param slice_us=N "
+          f"--rt-runtime-us {DAEMON_RT_RUNTIME}` (`--pattern dedicated --dispatcher-cpu "
+          f"{DISPATCHER_CPU}` for "
+          "dedicated"
+          + (": the dedicated dispatcher busy-polls the housekeeping CPU"
+             if DISPATCHER_CPU == HOUSEKEEPING_CPU else ", a CPU of its own")
+          + f"; targets and driver start on CPU {HOUSEKEEPING_CPU}). "
+          f"Times in µs from sched_switch on CPU {MANAGED_CPU} (tracefs, TSC clock). "
+          "mean ± sd exclude "
           "stretches over 1 ms (counted in `>1 ms`, runs+gaps); p50/p99/max include them.", ""]
     if by["switch"]:
         md += ["## Switch precision", ""] + table_switch(by["switch"]) + [""]
-        md += ["### Where CPU 1 went", ""] + table_cpu1(by["switch"]) + [""]
+        md += [f"### Where CPU {MANAGED_CPU} went", ""] + table_cpu1(by["switch"]) + [""]
     if by["cycle"]:
         md += ["## CPU-cycle cost (processes)", ""] + table_cycle(by["cycle"]) + [""]
     if by["wake"]:
@@ -526,10 +556,24 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--cell-per-slice", action="store_true",
                     help="take the lock per slice for processes and pthreads")
+    ap.add_argument("--managed-cpu", type=int, default=MANAGED_CPU,
+                    help="the pool's CPU, where targets run (default 1)")
+    ap.add_argument("--housekeeping-cpu", type=int, default=HOUSEKEEPING_CPU,
+                    help="where the driver, daemon and targets start (default 0)")
+    ap.add_argument("--dispatcher-cpu", type=int,
+                    help="the dedicated dispatcher's CPU (default: the housekeeping CPU)")
+    ap.add_argument("--rt-runtime-us", type=int, default=DAEMON_RT_RUNTIME,
+                    help="the daemon's --rt-runtime-us (default -1: no RT throttling; keep "
+                    "950000 on a kernel without a fair server, e.g. Debian 12's 6.1)")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell:
         return run_cell_child(json.loads(args.cell))
+    use_cpus({"managed": args.managed_cpu, "housekeeping": args.housekeeping_cpu,
+              "dispatcher": args.housekeeping_cpu if args.dispatcher_cpu is None
+              else args.dispatcher_cpu, "rt_runtime_us": args.rt_runtime_us})
+    if MANAGED_CPU in (HOUSEKEEPING_CPU, DISPATCHER_CPU):
+        ap.error("--managed-cpu must differ from the housekeeping and dispatcher CPUs")
     args.slices = [int(s) for s in args.slices.split(",")]
     args.kinds, args.patterns = args.kinds.split(","), args.patterns.split(",")
     args.only = args.only.split(",")

@@ -20,6 +20,8 @@ pkgs=(
     numactl util-linux procps psmisc kmod python3 gnuplot-nox
     # the operator's view: metrics parsed by a real OpenMetrics parser, top on a real terminal
     python3-prometheus-client tmux
+    # the real-host rig boots this machine's root under systemd (tests/rig)
+    systemd dbus
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -3,21 +3,29 @@
 #
 # The README's test command: installs what is missing, builds with -Werror,
 # runs every test (unit, simulator, integration on real threads, QEMU and
-# libvirtd), checks the Debian package (scripts/check-package.sh), then
-# rebuilds with ASan+UBSan and runs them all again, then
-# with TSan the tests that run threads, then checks formatting and runs the
-# fuzzers briefly; boots real Xen under QEMU for one share check
-# (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF, libvirtd).
+# libvirtd, and the real-host rig: a 4-CPU, 2-node VM with systemd, cgroup
+# v2 and libvirt, tests/rig), checks the Debian package
+# (scripts/check-package.sh), boots real Xen under QEMU for one share check
+# (bench/xen), then rebuilds with ASan+UBSan and runs them all again but the
+# rig, then with TSan the tests that run threads, then checks formatting and
+# runs the fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd,
+# virtiofsd).
 #
 # As root:
 #   ./scripts/test.sh            everything
-#   ./scripts/test.sh --quick    one build, no sanitizers, no fuzzing
+#   ./scripts/test.sh --quick    one build, no rig, no sanitizers, no fuzzing
+#   ./scripts/test.sh --rig      one build, the rig's tests alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+mode=all
+case ${1:-} in
+--quick) mode=quick ;;
+--rig) mode=rig ;;
+'') ;;
+*) echo "test.sh: unknown option '$1' (--quick or --rig)" >&2; exit 2 ;;
+esac
 if [ "$(id -u)" -ne 0 ]; then
     echo "test.sh: must run as root (from a root shell: ./scripts/test.sh)" >&2
     exit 1
@@ -38,8 +46,13 @@ run_suite() { # name, extra cmake args... [-- extra ctest args...]
     ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "${ctest_args[@]}"
 }
 
+# The rig boots once (rig.boot, alone: it takes both CPUs), then each rig
+# test reports its result; the sanitizer builds leave it out.
+case $mode in
+rig) run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -L '^rig$'; exit 0 ;;
+quick) run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -LE '^rig$'; exit 0 ;;
+esac
 run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
-[ "$quick" = 1 ] && exit 0
 
 # The Debian package: contents, lintian, install/purge in a clean Debian 12
 # root, the unit verified, the packaged daemon run (docs/packaging.md).
@@ -53,7 +66,8 @@ echo "== xen reference smoke"
 python3 bench/xen/compare.py --smoke --window 10
 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON
+    VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON \
+    -- -LE '^rig$'
 
 # ThreadSanitizer on what runs threads: the control server, the event
 # source, the daemon's dispatchers (both patterns), its libvirt watcher and vCPU

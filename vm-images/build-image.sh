@@ -5,9 +5,11 @@
 # an initramfs of busybox-static, the virtio-net modules, iperf3 (with the
 # shared libraries ldd names) and guest/init. Reproducible (sorted file list,
 # fixed mtimes, cpio --reproducible, gzip -n) and cached under a key hashed
-# from this script, guest/init, SOURCE_DATE_EPOCH and the package versions.
+# from this script, the recipe, its init, SOURCE_DATE_EPOCH and the package
+# versions. Another recipe (--recipe FILE, see guest/recipe) builds another
+# initramfs the same way: the real-host rig's (tests/rig/initramfs.recipe).
 #
-# Usage: build-image.sh [--cache DIR] [--force]
+# Usage: build-image.sh [--cache DIR] [--recipe FILE] [--force]
 # Prints, on stdout, shell assignments for the caller to eval:
 #   VS_IMAGE_DIR=...  VS_KERNEL=...  VS_INITRD=...  VS_IMAGE_KEY=...
 #
@@ -20,14 +22,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${VS_IMAGE_CACHE:-$here/cache}
 shared=${VS_IMAGE_SHARED:-/var/cache/vcpusched/images}
+recipe=$here/guest/recipe
 force=0
 # Fixed mtime for every file in the archive; part of the cache key.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
-# Load order matters: each module needs the symbols of the ones before it.
-modules=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
-         virtio_pci failover net_failover virtio_net)
-# Packages the image is made of; the kernel image package is added below.
-packages=(busybox-static iperf3 linux-image-cloud-amd64)
 # Host tools the build itself needs, with the package that provides each.
 tools=(cpio:cpio gzip:gzip ldd:libc-bin sha256sum:coreutils dpkg-query:dpkg)
 
@@ -37,11 +35,19 @@ log() { echo "build-image: $*" >&2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --cache) [ $# -ge 2 ] || die "--cache needs a directory"; cache=$2; shift 2 ;;
+    --recipe) [ $# -ge 2 ] || die "--recipe needs a file"; recipe=$2; shift 2 ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
     esac
 done
+[ -f "$recipe" ] || die "no recipe file '$recipe'"
+recipe=$(realpath "$recipe")
+# The recipe sets init (a path relative to the recipe's folder), modules, binaries and packages.
+# shellcheck source=guest/recipe
+. "$recipe"
+init=$(cd "$(dirname "$recipe")" && realpath "$init")
+[ -f "$init" ] || die "$recipe: no init file '$init'"
 case $SOURCE_DATE_EPOCH in
 ''|*[!0-9]*) die "SOURCE_DATE_EPOCH must be a number of seconds, got '$SOURCE_DATE_EPOCH'" ;;
 esac
@@ -81,9 +87,10 @@ find_module() {
     echo "$f"
 }
 
-# Shared libraries iperf3 loads, as ldd names them (absolute paths only).
-iperf3_libs() {
-    ldd "$(command -v iperf3)" | awk '
+# Shared libraries the recipe's binaries load, as ldd names them (absolute paths only).
+binary_libs() {
+    [ ${#binaries[@]} -gt 0 ] || return 0
+    ldd "${binaries[@]}" | awk '
         $2 == "=>" && $3 ~ /^\// { print $3 }
         $1 ~ /^\// { print $1 }' | sort -u
 }
@@ -94,7 +101,7 @@ input_versions() {
     {
         for f in "${packages[@]}"; do echo "$f"; done
         dpkg-query -S "$kernel" | cut -d: -f1
-        for f in $(iperf3_libs); do
+        for f in $(binary_libs); do
             dpkg-query -S "$(realpath "$f")" 2>/dev/null | cut -d: -f1 | cut -d, -f1 ||
                 dpkg-query -S "$f" | cut -d: -f1 | cut -d, -f1
         done
@@ -105,7 +112,7 @@ input_versions() {
 
 cache_key() {
     {
-        sha256sum "$here/build-image.sh" "$here/guest/init" | awk '{ print $1 }'
+        sha256sum "$here/build-image.sh" "$recipe" "$init" | awk '{ print $1 }'
         echo "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH"
         echo "kernel=$(basename "$1")"
         input_versions "$1"
@@ -124,16 +131,19 @@ copy_module() {
 }
 
 populate_root() {
-    local root=$1 kver=$2 m lib
+    local root=$1 kver=$2 m lib b
     mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,usr/bin,lib/modules}
     cp /bin/busybox "$root/bin/busybox"
-    cp "$here/guest/init" "$root/init"
+    cp "$init" "$root/init"
     for m in "${modules[@]}"; do
         copy_module "$(find_module "$kver" "$m")" "$root/lib/modules/$m.ko"
     done
     printf '%s\n' "${modules[@]}" > "$root/lib/modules/load-order"
-    cp "$(command -v iperf3)" "$root/usr/bin/iperf3"
-    for lib in $(iperf3_libs); do
+    for b in "${binaries[@]}"; do
+        mkdir -p "$root$(dirname "$b")"
+        cp "$b" "$root$b"
+    done
+    for lib in $(binary_libs); do
         mkdir -p "$root$(dirname "$lib")"
         cp -L "$lib" "$root$lib"
     done
@@ -147,7 +157,8 @@ pack_root() {
     local root=$1 out=$2
     find "$root" -type d -exec chmod 0755 {} +
     find "$root" -type f -exec chmod 0644 {} +
-    chmod 0755 "$root/init" "$root/bin/busybox" "$root/usr/bin/iperf3"
+    chmod 0755 "$root/init" "$root/bin/busybox"
+    for b in "${binaries[@]}"; do chmod 0755 "$root$b"; done
     find "$root" -name 'ld-linux*' -exec chmod 0755 {} +
     find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
     (cd "$root" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |

@@ -59,7 +59,7 @@ class NsDaemon(Daemon):
         i = self.args.index("--socket")
         self.args[i + 1] = "/run/vcpusched/control.sock"
 
-    def start(self, timeout=10):
+    def start(self, timeout=None):
         real = vstest.DAEMON
         try:
             vstest.DAEMON = "nsenter"

@@ -20,6 +20,16 @@ DAEMON = os.path.join(BUILD, "vcpusched", "vcpuschedd")
 CTL = os.path.join(BUILD, "vcpusched", "vcpuschedctl")
 MANAGED_CPU = 1
 HOUSEKEEPING_CPU = 0
+# How much slower than this host the machine the tests run on is: the
+# real-host rig (tests/rig) is a TCG VM, where loading the BPF program takes
+# seconds and the host's own time slices (a few ms) blur 1 ms slices.
+# Start-up timeouts and the slices of share tests are multiplied by it.
+TIME_SCALE = float(os.environ.get("VCPUSCHED_TIME_SCALE", "1"))
+
+
+def slice_us(us):
+    """A slice for a share test, scaled (TIME_SCALE)."""
+    return int(us * TIME_SCALE)
 
 
 def pin_self_to_housekeeping():
@@ -65,7 +75,9 @@ def shares(tids, seconds):
 
 class Busy:
     """A process running a busy loop (a CPU hog), started SCHED_OTHER on the
-    housekeeping CPU like any host process."""
+    housekeeping CPU like any host process. Returns once the process runs
+    its own code: Python's start-up (file reads that may block for long
+    once the process is moved to a busy managed CPU) is over by then."""
 
     def __init__(self, kind="busy", period_ms=5, run_ms=0.0, out=None, wake_us=0, sleep_us=0,
                  threads=1):
@@ -120,9 +132,11 @@ class Busy:
             code = ("import time\nwhile True:\n"
                     "    x = sum(range(2000))\n"
                     f"    time.sleep({period_ms / 1000.0})\n")
-        self.proc = subprocess.Popen(["python3", "-c", code],
+        self.proc = subprocess.Popen(["python3", "-c", "import os; os.write(1, b'r')\n" + code],
+                                     stdout=subprocess.PIPE,
                                      preexec_fn=lambda: os.sched_setaffinity(0, {HOUSEKEEPING_CPU}))
         self.pid = self.proc.pid
+        self.proc.stdout.read(1)
 
     @property
     def tid(self):
@@ -132,6 +146,7 @@ class Busy:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.proc.stdout.close()
 
 
 def park_backends(v1_freezer=True, v2=True):
@@ -160,10 +175,12 @@ class Daemon:
                      "--cpus", cpus, "--policy", policy, "--events", events, *park, *args]
         self.proc = None
 
-    def start(self, timeout=10):
-        """Start and wait for an answer; a daemon that does not answer in
-        time is stopped before the error is raised (it would otherwise
-        keep the RT settings it changed, with nobody left to stop it)."""
+    def start(self, timeout=None):
+        """Start and wait for an answer (10 s x TIME_SCALE unless given); a
+        daemon that does not answer in time is stopped before the error is
+        raised (it would otherwise keep the RT settings it changed, with
+        nobody left to stop it)."""
+        timeout = 10 * TIME_SCALE if timeout is None else timeout
         with open(self.log, "ab") as logf:  # the child keeps its own copy
             self.proc = subprocess.Popen([DAEMON, *self.args], stdout=logf, stderr=logf,
                                          env=self.env,

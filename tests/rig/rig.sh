@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
+#
+# The real-host rig: boots this machine's own Debian 12 userland (its root
+# read-only over virtiofs, a tmpfs overlay on top, systemd as PID 1, cgroup
+# v2 only) in a QEMU VM with 4 vCPUs in 2 NUMA nodes, KVM where the host has
+# it and TCG otherwise, and runs one job there from this source tree: by
+# default the rig suite (tests/rig/suite.py), whose TAP results, logs and
+# facts come back in OUT. Builds happen here, before boot; the VM sees this
+# tree and the build at the same paths. See tests/rig/README.md.
+#
+# usage: rig.sh --build DIR --out DIR [--timeout SEC] [--accel auto|kvm|tcg]
+#               [--install cmake|deb] [-- COMMAND ARGS...]
+# Exits with the job's status (the suite: 0 once every test has reported).
+# QEMU, both virtiofsd and their mount namespaces go away with this script,
+# however it ends (an EXIT trap, and PR_SET_PDEATHSIG should it be killed).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/../.." && pwd)
+vm=$src/vm-images
+# How vcpusched gets into the VM: "cmake" (cmake --install of the build plus
+# tests/rig/vcpuschedd.service) until the Debian package is on main, then
+# "deb" (apt install ./vcpusched_*.deb built by scripts/build-deb.sh).
+install=cmake
+build='' out='' timeout=3000 accel=auto
+cmd=()
+
+die() { echo "rig: $*" >&2; exit 2; }
+log() { echo "rig: $*" >&2; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --accel) accel=$2; shift 2 ;;
+    --install) install=$2; shift 2 ;;
+    --) shift; cmd=("$@"); break ;;
+    -h | --help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (try --help)" ;;
+    esac
+done
+[ "$(id -u)" -eq 0 ] || die "needs root (virtiofsd, namespaces)"
+[ -n "$build" ] && [ -x "$build/vcpusched/vcpuschedd" ] || die "--build DIR: no vcpusched/vcpuschedd there (build first)"
+[ -n "$out" ] || die "--out DIR is required"
+case $timeout in '' | *[!0-9]*) die "--timeout: '$timeout' is not a number of seconds" ;; esac
+case $install in cmake | deb) ;; *) die "--install: '$install' is not cmake or deb" ;; esac
+case $accel in auto) accel=$("$vm/accel") ;; kvm | tcg) ;; *) die "--accel: '$accel' is not auto, kvm or tcg" ;; esac
+build=$(realpath "$build")
+# The VM finds these at the same paths, and systemd reads them from job.env.
+for p in "$src" "$build" "$vm"; do
+    case $p in *[!A-Za-z0-9._/+-]*) die "path '$p' has characters the job file cannot carry" ;; esac
+done
+virtiofsd=/usr/lib/qemu/virtiofsd
+for t in qemu-system-x86_64 unshare setpriv numactl "$virtiofsd" /lib/systemd/systemd; do
+    command -v "$t" >/dev/null || die "$t not found (run scripts/deps.sh)"
+done
+[ ${#cmd[@]} -gt 0 ] || cmd=(python3 tests/rig/suite.py --out /rig)
+
+# The rig's initramfs and the nested guest's image, built or reused here:
+# the VM then finds both in the cache.
+eval "$("$vm/build-image.sh" --recipe "$here/initramfs.recipe")"
+rig_kernel=$VS_KERNEL rig_initrd=$VS_INITRD rig_key=$VS_IMAGE_KEY
+eval "$("$vm/build-image.sh")"
+
+mkdir -p "$out"
+out=$(realpath "$out")
+find "$out" -mindepth 1 -delete
+if [ "$install" = deb ]; then
+    # From this checkout, as the package builds (scripts/build-deb.sh).
+    deb=$("$src/scripts/build-deb.sh" --out "$out/deb")
+    [ -f "$deb" ] || die "scripts/build-deb.sh made no package"
+fi
+{
+    echo "VS_RIG_SRC=$src"
+    echo "VS_RIG_BUILD=$build"
+    echo "VS_RIG_INSTALL=$install"
+    echo "VCPUSCHED_BUILD=$build"
+    echo "VCPUSCHED_TIME_SCALE=$([ "$accel" = tcg ] && echo 10 || echo 1)"
+    echo "VS_KERNEL=$VS_KERNEL"
+    echo "VS_INITRD=$VS_INITRD"
+} >"$out/job.env"
+printf '%q ' "${cmd[@]}" >"$out/job.cmd"
+echo >>"$out/job.cmd"
+
+run=$(mktemp -d /run/vcpusched-rig.XXXXXX)
+pids=()
+cleanup() {
+    local rc=$? p
+    set +e
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    rm -rf "$run"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# One virtiofsd per share, each serving one QEMU connection. The root share
+# is a non-recursive read-only bind of / (no /proc, /sys, /dev or other
+# mounts) in a mount namespace that dies with virtiofsd. MALLOC_ARENA_MAX:
+# Debian 12's virtiofsd otherwise meets its own seccomp filter
+# (sched_getaffinity) and dies. cache=always: nothing changes under the
+# shares while the VM runs (the builds are done), and the guest then keeps
+# what it read (boot to systemd's "running": ~16 s instead of ~40 s).
+start_virtiofsd() { # tag, source, extra mount setup
+    local sock=$run/$1.sock
+    setpriv --pdeathsig KILL -- unshare --mount --propagation private sh -ec "$3
+        exec env MALLOC_ARENA_MAX=4 $virtiofsd --socket-path=$sock -o source=$2 \
+            -o cache=always -o sandbox=namespace" >"$out/virtiofsd-$1.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        [ -S "$sock" ] && return 0
+        kill -0 "${pids[-1]}" 2>/dev/null || die "virtiofsd for $1 exited: $(cat "$out/virtiofsd-$1.log")"
+        sleep 0.1
+    done
+    die "virtiofsd for $1: no socket after 10 s"
+}
+mkdir "$run/root"
+start_virtiofsd root "$run/root" "mount --bind / $run/root; mount -o remount,bind,ro $run/root"
+start_virtiofsd rig "$out" ""
+
+# TCG: the guest finds its vCPUs' TSCs "unsynchronized" and falls back to
+# the HPET, so every clock read is an emulated MMIO access under QEMU's
+# global lock (a busy-polling dispatcher then stalls every vCPU), and the
+# scheduler's clock (sum_exec_runtime) drifts from CLOCK_MONOTONIC. TCG's
+# TSCs all come from the host's clock: tell the guest to trust them.
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host) tsc='' ;;
+tcg) accel_args=(-accel tcg,thread=multi -cpu max) tsc=' tsc=reliable' ;;
+esac
+# Units a VM without network, timers or the host's services has no use for;
+# libvirt-guests would wait 300 s at poweroff for any nested guest left.
+mask="postgresql.service apt-daily.timer apt-daily-upgrade.timer man-db.timer dpkg-db-backup.timer
+      e2scrub_all.timer e2scrub_reap.service fstrim.timer logrotate.timer systemd-timesyncd.service
+      libvirt-guests.service serial-getty@ttyS0.service getty@tty1.service"
+# irqaffinity=0: device interrupts (virtiofs replies) on the housekeeping
+# CPU, as on a host whose other CPUs run vCPUs at real-time priorities.
+append="console=ttyS0 panic=-1 loglevel=4 irqaffinity=0 systemd.unified_cgroup_hierarchy=1"
+append+=" systemd.show_status=0$tsc"
+for u in $mask; do append+=" systemd.mask=$u"; done
+log "booting ($accel, 4 vCPUs in 2 NUMA nodes, initramfs $rig_key); console: $out/console.log"
+t0=$(date +%s)
+setpriv --pdeathsig KILL -- qemu-system-x86_64 -name vcpusched-rig,debug-threads=on \
+    -nodefaults -no-user-config -display none -no-reboot \
+    -machine q35 "${accel_args[@]}" -smp 4,sockets=2,cores=2,threads=1 -m 4096 \
+    -object memory-backend-memfd,id=m0,size=2G,share=on \
+    -object memory-backend-memfd,id=m1,size=2G,share=on \
+    -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1 \
+    -chardev socket,id=vfs-root,path="$run/root.sock" \
+    -device vhost-user-fs-pci,chardev=vfs-root,tag=root \
+    -chardev socket,id=vfs-rig,path="$run/rig.sock" \
+    -device vhost-user-fs-pci,chardev=vfs-rig,tag=rig \
+    -kernel "$rig_kernel" -initrd "$rig_initrd" -append "$append" \
+    -chardev file,id=ser0,path="$out/console.log" -serial chardev:ser0 \
+    >"$out/qemu.log" 2>&1 &
+qemu=$!
+pids=("$qemu" "${pids[@]}")
+
+# Wait for the VM to power off; show its RIG- lines as they come.
+seen=0
+while kill -0 "$qemu" 2>/dev/null; do
+    if [ $(($(date +%s) - t0)) -ge "$timeout" ]; then
+        log "no poweroff after $timeout s: stopping the VM"
+        break
+    fi
+    if [ -f "$out/console.log" ]; then
+        n=$(grep -c '^RIG-' "$out/console.log" || true)
+        if [ "$n" -gt "$seen" ]; then
+            grep '^RIG-' "$out/console.log" | tail -n $((n - seen)) | sed 's/^/rig: /' >&2
+            seen=$n
+        fi
+    fi
+    sleep 2
+done
+log "VM ran $(($(date +%s) - t0)) s"
+if [ ! -f "$out/job.rc" ]; then
+    log "the job did not finish; console tail:"
+    tail -n 40 "$out/console.log" | sed 's/^/rig:   /' >&2
+    exit 1
+fi
+exit "$(cat "$out/job.rc")"

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: ISC
+"""The installed service under systemd, in the rig VM: the install (the
+package, or cmake --install with the rig's unit until then) leaves
+vcpuschedd enabled and running with the hook linked; `systemctl restart`
+and `kill -9` of the main process (systemd restarts it) each give every
+managed thread back before the next daemon serves. In test order: install
+first (tests/rig/tests.list)."""
+
+import os
+import signal
+import time
+import unittest
+
+import rigtest
+import vstest
+from rigtest import ctl, ctl_json, main_pid, systemctl, unit_prop
+
+
+class ServiceTest(unittest.TestCase):
+    def setUp(self):
+        vstest.pin_self_to_housekeeping()
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.stop()
+
+    def hogs(self, n):
+        ps = [rigtest.Spinner() for _ in range(n)]
+        self.procs.extend(ps)
+        for i, p in enumerate(ps):
+            ctl("attach", f"svc{i}", "--pid", str(p.pid))
+        for p in ps:
+            self.assertTrue(vstest.is_fifo(p.tid))
+            self.assertLessEqual(os.sched_getaffinity(p.tid), {1, 2, 3})
+        return ps
+
+    def test_install(self):
+        script = os.path.join(rigtest.RIG, "guest", "install-vcpusched")
+        r = rigtest.run(script, check=False, timeout=600)
+        print(r.stdout, r.stderr, flush=True)
+        self.assertEqual(r.returncode, 0, f"{script} failed")
+        print(f"# installed by {os.environ.get('VS_RIG_INSTALL')}", flush=True)
+        if unit_prop("ActiveState") != "active":
+            print(systemctl("status", "--no-pager", "-l", rigtest.UNIT, check=False).stdout)
+        self.assertEqual(unit_prop("ActiveState"), "active")
+        self.assertEqual(systemctl("is-enabled", rigtest.UNIT).stdout.strip(), "enabled")
+        self.assertEqual(os.readlink(f"/proc/{main_pid()}/exe"), rigtest.DAEMON)
+        self.assertIsNotNone(vstest.wait_until(rigtest.service_answers, 20, step=0.2),
+                             "the service does not answer on its socket")
+        pools = ctl_json("pool", "list")["pools"]
+        self.assertEqual([(p["name"], p["policy"], p["cpus"]) for p in pools],
+                         [("main", "credit", [1, 2, 3])])
+        self.assertEqual(os.readlink(rigtest.HOOK_LINK), "/usr/lib/vcpusched/vcpusched-hook")
+        # systemd puts it in its own cgroup of the v2-only hierarchy.
+        self.assertEqual(vstest.read(f"/proc/{main_pid()}/cgroup").strip(),
+                         f"0::/system.slice/{rigtest.UNIT}")
+
+    def test_restart_restores_every_thread(self):
+        hogs = self.hogs(3)
+        before = main_pid()
+        systemctl("restart", rigtest.UNIT)
+        # The stop returned every thread before the new daemon started.
+        self.assertTrue(rigtest.restored(hogs), "threads still managed after restart")
+        self.assertNotEqual(main_pid(), before)
+        self.assertEqual(unit_prop("ActiveState"), "active")
+        self.assertIsNotNone(vstest.wait_until(rigtest.service_answers, 20, step=0.2))
+        self.assertEqual(ctl_json("list")["domains"], [])
+        self.hogs(1)  # and the new one manages again
+
+    def test_kill9_systemd_restarts_and_threads_were_restored(self):
+        hogs = self.hogs(3)
+        before, restarts = main_pid(), int(unit_prop("NRestarts"))
+        t0 = time.monotonic()
+        os.kill(before, signal.SIGKILL)
+        # The guardian gives every thread back before a new daemon serves
+        # (systemd waits for the unit's cgroup to empty, and the state
+        # file's lock makes a new daemon wait for the restore).
+        restored_at = served_at = None
+        while time.monotonic() - t0 < 30 and served_at is None:
+            if restored_at is None and rigtest.restored(hogs):
+                restored_at = time.monotonic() - t0
+            if main_pid() not in (0, before) and rigtest.service_answers():
+                served_at = time.monotonic() - t0
+                self.assertIsNotNone(restored_at, "a new daemon served before the restore")
+            time.sleep(0.01)
+        self.assertIsNotNone(restored_at, "threads still managed 30 s after kill -9")
+        self.assertIsNotNone(served_at, "systemd did not bring the daemon back in 30 s")
+        print(f"# kill -9: threads restored within {restored_at:.3f} s, a new daemon "
+              f"(pid {main_pid()}) served after {served_at:.3f} s", flush=True)
+        self.assertEqual(int(unit_prop("NRestarts")), restarts + 1)
+        self.assertTrue(rigtest.restored(hogs), "the new daemon took threads it was not given")
+        self.assertEqual(ctl_json("list")["domains"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
