@@ -2,18 +2,66 @@
 """The benchmarks end to end at a tiny size, so that they cannot break
 unseen: bench/engine_bench.py on a host where tracefs is not mounted (a
 private mount namespace without it: the benchmark must mount it itself),
-its outputs parse, and nothing it started is left running."""
+and bench/ping_latency.py (the main job) in its default libvirt mode with
+one background and two rows. Their outputs parse (JSON, Markdown, PNGs,
+the Perfetto trace), and nothing they started is left running."""
 
 import glob
+import gzip
 import json
 import os
+import re
+import struct
 import subprocess
+import sys
 import tempfile
 import unittest
+import zlib
 
 import vstest
 
 BENCH = os.path.join(vstest.SRC, "bench")
+sys.path.insert(0, BENCH)
+import ping_tail  # noqa: E402
+
+
+def png_size(path):
+    """(width, height) of a PNG whose every chunk's CRC checks out and whose
+    image data inflates; ValueError otherwise."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        if zlib.crc32(kind + body) != crc:
+            raise ValueError(f"{path}: bad CRC in {kind}")
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    zlib.decompress(idat)
+    return size
+
+
+def processes(pattern):
+    """pids whose command line matches `pattern`."""
+    out = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if re.search(pattern, cmd):
+            out.append(int(p.split("/")[2]))
+    return out
 
 
 def spinners():
@@ -52,6 +100,53 @@ class BenchSmoke(unittest.TestCase):
             self.assertGreater(sw["run"]["n"], 100, sw)  # a 100 us slice: thousands in 0.3 s
             self.assertTrue(glob.glob(os.path.join(out, "engine-*.md")))
         self.assertEqual(set(spinners()) - before, set(), "spin_target left running")
+
+    def test_ping_latency_tiny_libvirt(self):
+        """The main job's benchmark, libvirt mode, one background, two rows."""
+        with tempfile.TemporaryDirectory(prefix="vs-ping-smoke-") as out:
+            r = subprocess.run(
+                [sys.executable, os.path.join(BENCH, "ping_latency.py"), "--build", vstest.BUILD,
+                 "--reps", "1", "--count", "25", "--warmup", "10", "--backgrounds", "burst",
+                 "--schedulers", "kernel credit2", "--prefix", "vss-", "--out", out],
+                capture_output=True, text=True, timeout=840)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            base = glob.glob(os.path.join(out, "ping-latency-*.json"))
+            self.assertEqual(len(base), 1, os.listdir(out))
+            with open(base[0]) as f:
+                data = json.load(f)
+            self.assertEqual(data["args"]["mode"], "libvirt")
+            self.assertEqual(data["meta"]["blocks"][0]["attached_by_hook"],
+                             ["vss-burst0", "vss-burst1", "vss-ping", "vss-pong"])
+            for spec in ("kernel", "credit2"):
+                cell = data["results"][spec]["burst"]
+                self.assertGreaterEqual(len(cell["rtts"]) + cell["lost"], 25, cell)
+                self.assertGreaterEqual(len(cell["rtts"]), 20, cell)
+                self.assertTrue(all(0 < x < 1000 for x in cell["rtts"]))
+            sett = data["results"]["credit2"]["burst"]["settings"]
+            self.assertEqual(sett["ping"]["vcpusched"]["policy"], "credit2")
+            self.assertNotIn("vcpusched", data["results"]["kernel"]["burst"]["settings"]["ping"])
+            md = base[0][:-5] + ".md"
+            with open(md) as f:
+                text = f.read()
+            self.assertIn(f"Command: `bench/ping_latency.py --build {vstest.BUILD}", text)
+            for head in ("## Goals", "## RTT per cell (ms)", "## Why the tail is slow"):
+                self.assertIn(head, text)
+            table = [l for l in text.splitlines() if l.startswith("| burst | credit2 | ")]
+            self.assertEqual(len(table), 2, text)  # the RTT row and the tail row
+            pngs = sorted(glob.glob(base[0][:-5] + "-*.png"))
+            self.assertEqual([p[len(base[0]) - 5:] for p in pngs],
+                             ["-cdf-burst.png", "-summary.png"])
+            for p in pngs:
+                w, h = png_size(p)
+                self.assertGreater(w * h, 100_000, p)
+                self.assertIn(f"]({os.path.basename(p)})", text)
+            trace = base[0][:-5] + "-tail.json.gz"
+            self.assertGreater(ping_tail.check_chrome_trace(trace), 5)
+            with gzip.open(trace, "rt") as f:
+                names = {e["name"] for e in json.load(f)["traceEvents"]}
+            self.assertTrue(any(n.startswith("burst credit2 seq ") for n in names), names)
+        self.assertEqual(processes(r"qemu-system.*guest=vss-"), [], "a guest is left running")
+        self.assertEqual(processes(r"vcpuschedd .*vcpusched-bench-"), [], "a daemon is left")
 
 
 if __name__ == "__main__":
