@@ -616,6 +616,9 @@ def main():
         tail = ping_tail.analyse(res, a, rows) if a.trace else None
     finally:
         b.cleanup()
+    for r in rows:
+        for bg in a.backgrounds:
+            res[r.spec][bg].pop("explained", None)
     os.makedirs(a.out, exist_ok=True)
     stamp = "ping-latency-" + meta["date"].replace(":", "")
     base = os.path.join(a.out, stamp)
