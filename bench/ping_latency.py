@@ -307,7 +307,7 @@ class Bench:
             doms = self.host.daemon.domains()
             ok = set(doms) == names and all(
                 (policy is None or doms[n]["policy"] == policy) and
-                all(str(doms[n]["params"].get(k)) == str(v) for k, v in params[n].items())
+                all(param_of(doms[n], k) == str(v) for k, v in params[n].items())
                 for n in names) if params else set(doms) == names
             if ok:
                 return
@@ -516,6 +516,13 @@ class Bench:
         if self.host:
             self.host.cleanup()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def param_of(dom, key):
+    """A domain parameter as the daemon lists it (the class is a field)."""
+    if key == "class":
+        return dom.get("class", dom["params"].get("class", "foreground"))
+    return str(dom["params"].get(key))
 
 
 def vars_row(row):

@@ -157,8 +157,11 @@ class Daemon:
         """Every domain parameter of `policy` at its default, {key: text}."""
         for p in self.json("help")["policies"]:
             if p["name"] == policy:
-                return {x["name"]: str(x["default"]) for x in p.get("dom_params") or []
-                        if x["type"] in ("int", "bool")}
+                out = {x["name"]: str(x["default"]) for x in p.get("dom_params") or []
+                       if x["type"] in ("int", "bool")}
+                if any(x["name"] == "class" for x in p.get("dom_params") or []):
+                    out["class"] = "foreground"  # the background class (a string)
+                return out
         raise RuntimeError(f"the daemon has no policy {policy}")
 
     def stop(self):

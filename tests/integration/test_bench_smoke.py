@@ -149,5 +149,56 @@ class BenchSmoke(unittest.TestCase):
         self.assertEqual(processes(r"vcpuschedd .*vcpusched-bench-"), [], "a daemon is left")
 
 
+def sw(t_ms, cpu, prev, pprio, pstate, nxt, nprio, comms):
+    return (f"  x-{prev} [{cpu:03d}] d..2. {t_ms / 1000:.6f}: sched_switch: "
+            f"prev_comm={comms[prev]} prev_pid={prev} prev_prio={pprio} prev_state={pstate} "
+            f"==> next_comm={comms[nxt]} next_pid={nxt} next_prio={nprio}\n")
+
+
+class TailExplain(unittest.TestCase):
+    """bench/ping_tail.py on a made-up trace whose answer is known: a burst
+    vCPU that woke at 10.5 ms holds CPU 1 until it blocks at 25 ms, while
+    the pong vCPU, woken at 12 ms, waits; the reply line is printed at 27 ms."""
+
+    def test_wait_runner_and_decider(self):
+        comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG",
+                 401: "vcpuschedd"}
+        lines = [
+            f"  x-50 [001] d..2. {10.5 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=100 "
+            "prio=120 target_cpu=001\n",
+            sw(10.6, 1, 0, 120, "R", 100, 88, comms),
+            f"  x-50 [000] d..2. {12 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+            "prio=120 target_cpu=001\n",
+            sw(25.0, 1, 100, 88, "S", 401, 87, comms),
+            sw(25.1, 1, 401, 87, "S", 201, 88, comms),
+            f"  x-50 [000] d..2. {25.9 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
+            "prio=120 target_cpu=001\n",
+            sw(26.0, 1, 201, 88, "S", 301, 88, comms),
+        ] + [f"  x-301 [001] ..... {(27 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
+             "count: 1)\n" for i in range(25)] + [sw(28.0, 1, 301, 88, "S", 0, 120, comms)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.trace")
+            with open(path, "w") as f:
+                f.writelines(lines)
+            trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
+                     "threads": {100: ("burst0", "vcpu"), 201: ("pong", "vcpu"),
+                                 301: ("ping", "vcpu"), 401: ("vcpuschedd", "daemon")},
+                     "offsets": [(5, 1000)], "rtts": [16.0],
+                     "row": {"sched": "credit", "pool": [], "pp": {}, "bg": {}}}
+            out = ping_tail.explain_run(trace)
+            self.assertFalse(os.path.exists(path), "the raw trace is deleted once read")
+        self.assertEqual((out["n"], out["aligned"]), (1, 1))
+        x = out["samples"][5]
+        self.assertEqual(x["t"], 27_002_000)  # the third byte of the line
+        self.assertEqual(x["cause"], "pong vCPU waited")
+        self.assertAlmostEqual(x["pong_wait_ms"], 13.1, places=3)
+        self.assertAlmostEqual(x["ping_wait_ms"], 0.1, places=3)
+        self.assertEqual(x["runner"], "burst0 vcpu")
+        self.assertEqual(x["ended"], "runner blocked")
+        self.assertAlmostEqual(x["runner_woke_ms_before"], 1.5, places=3)
+        self.assertTrue(x["runner_boosted"])  # woke at 10.5, pong at 12: same 10 ms tick
+        self.assertTrue(any(e["name"] == "burst0 vcpu" and e["pid"] == 1 for e in x["events"]))
+
+
 if __name__ == "__main__":
     unittest.main()
