@@ -185,10 +185,11 @@ class Bench:
         m = self.meta() if meta else None
         self.start("pong", "pong", "pong", ip="10.0.0.2/24", lport=rp, rport=lp,
                    meta=m, vcpusched=vcpusched)
-        wait_line(self.guests["pong"], "VS-READY", 180)
+        # ping boots beside pong and waits for it (vs.wait, 60 s)
         self.start("ping", "ping", "ping", ip="10.0.0.1/24", peer="10.0.0.2", lport=lp,
                    rport=rp, meta=m, vcpusched=vcpusched,
                    extra=f"vs.count={SEQ_LIMIT} vs.interval={self.a.interval} vs.poweroff=0")
+        wait_line(self.guests["pong"], "VS-READY", 180)
         wait_line(self.guests["ping"], "VS-RTT", 180)
         self.pair_sched = vcpusched
         self.serial = SerialTail(self.guests["ping"].serial)

@@ -5,7 +5,6 @@ and the plots (bench/ping_plots.py, run by a Python that has matplotlib)."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,10 +58,6 @@ def bg_share(cell):
     pp = [sum(v["vcpu_pct"] for k, v in s.items() if k in ("ping", "pong"))
           for s in cell["share"]]
     return sum(bg) / len(bg), sum(pp) / len(pp)
-
-
-def same_as(row, rows):
-    return row.base() if row.base() in {r.spec for r in rows} else row.base()
 
 
 def markdown(res, a, rows, meta, tail, plots):

@@ -148,7 +148,9 @@ class Daemon:
         return r
 
     def json(self, *args):
-        return json.loads(self.ctl(*args, "--json").stdout)
+        # `help` prints the CLI's usage before the daemon's answer
+        out = self.ctl("--json", *args).stdout.splitlines()
+        return json.loads(next(l for l in reversed(out) if l.startswith("{")))
 
     def domains(self):
         return {d["name"]: d for d in self.json("list")["domains"]}
