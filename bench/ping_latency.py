@@ -1,29 +1,36 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""Ping tail latency between two VMs under background load, comparing the
-stock kernel scheduler, vcpusched's Credit and Credit2 side by side.
+"""Ping tail latency between two VMs under background load: vcpusched's
+policies against the stock kernel scheduler and what a libvirt operator
+does today, side by side, with every tail sample explained.
 
-The Xen experiment (seeds-digest 001) on QEMU guests: a ping VM and a pong
-VM exchange pings while background VMs load the same host CPU, either
-CPU-bound (`yes > /dev/null`), network-bound (iperf3 between a netload and
-a netsink VM) or bursty (`burst` VMs that sleep, wake and compute for a
-while: the wake-then-run shape of the Xen experiment's network-bound VMs,
-which Credit boosts and which then hold the CPU). Every guest has one vCPU; all vCPU threads share the managed
-CPU, all emulator threads stay on the housekeeping CPU. For each repetition
-and each background the schedulers run one after the other in a rotating
-order, so they are compared under the same conditions, minutes apart at most.
+The Xen experiment (seeds-digest 001) on 1-vCPU QEMU guests: a ping VM
+pings a pong VM while background VMs load the same host CPU. Every vCPU
+thread shares the managed CPU 1; emulator threads stay on the housekeeping
+CPU 0. Backgrounds:
 
-  kernel   vCPU threads stay SCHED_OTHER, pinned to the managed CPU
-  credit   vcpuschedd, pool policy credit (Xen defaults), every VM attached
-  credit2  vcpuschedd, pool policy credit2 (Xen defaults), every VM attached
+  none     ping and pong alone
+  cpu      2 hog VMs (`yes > /dev/null`)
+  net      netload -> netsink, iperf3 TCP at --net-rate Mbit/s
+  netmax   the same, unlimited (flat out)
+  burst    2 burst VMs (sleep, wake, compute: --burst RUN_MS:SLEEP_MS)
 
-A spec may add pool parameters and domain parameters for the ping and pong
-VMs and for the background VMs: 'credit:tslice_ms=5' (Xen's 5 ms slice),
-'credit@@cap=25' (a cap on the background, Xen's other remedy).
+Rows (--schedulers, see bench/ping_rows.py): vcpusched policies and the
+stock kernel with the operator's knobs. By default (--mode libvirt) every
+guest is a libvirt domain opted in with <vs:sched/> and attached by the
+vcpusched hook when it starts; a vcpusched row is set with `vcpuschedctl
+pool set main policy=...` and `virsh metadata --live` on each domain, a
+kernel row removes the metadata (the daemon lets go) and then renices,
+chrt's or `virsh schedinfo`s. --mode qemu does the same on bare QEMU over
+QMP. For each repetition and background one block: the VMs start, the ping
+VM pings for the whole block, and the rows follow one another in an order
+rotated per repetition; each row discards --warmup pings after its switch
+and then takes --count. A tracefs recorder keeps each row's scheduling
+events; bench/ping_tail.py explains every RTT above the cell's p99 from
+them and exports the windows as a trace Perfetto opens.
 
-Results: per scheduler and background, the RTT distribution over all
-repetitions (p50/p99/p99.9/max, ms) and the spread of per-run p99, written
-as Markdown and JSON (with every RTT) under bench/results/.
+Results: bench/results/ping-latency-<date>.md, .json (every RTT), -<bg>.png
+(CDF per background), -summary.png, -tail.json.gz (Perfetto).
 """
 
 import argparse
@@ -40,23 +47,24 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ping_report  # noqa: E402
+import ping_tail  # noqa: E402
+import schedtrace  # noqa: E402
+from ping_rows import parse_rows  # noqa: E402
+from ping_vms import (HOUSEKEEPING, MANAGED, LibvirtHost, QemuHost, log, run, set_nice,  # noqa: E402
+                      set_sched, thread_sched, vs_lines, wait_line)
+
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 VM = os.path.join(SRC, "vm-images")
-MANAGED, HOUSEKEEPING = "1", "0"
-SCHEDULERS = ("kernel", "credit", "credit2")
-# The default comparison, plus the remedy the Xen experiment tried first:
-# Credit with a 5 ms slice (seeds-digest 001).
-DEFAULT_SCHEDULERS = ("kernel", "credit", "credit2", "credit:tslice_ms=5")
-# Held while any VM of the benchmark runs, so that tests and other benchmarks
-# on this host (tests/integration/run-exclusive) never overlap with it.
 LOCK = "/run/lock/vcpusched-test.lock"
-BACKGROUNDS = ("none", "cpu", "net", "burst")
-# Per-vCPU policy counters summed per VM in the "what the scheduler saw" table.
+BACKGROUNDS = ("none", "cpu", "net", "netmax", "burst")
+DEFAULT_ROWS = ("kernel", "kernel@@nice=19", "kernel@@sched=idle", "kernel@@shares=2",
+                "kernel@sched=fifo:1", "credit", "credit:tslice_ms=5", "credit@@cap=25",
+                "credit2", "rr")
 POLICY_COUNTERS = ("boosts", "parks", "resets", "steals")
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+SEQ_LIMIT = 60000  # busybox ping's 16-bit sequence wraps at 65536
+RT_PATH = "/proc/sys/kernel/sched_rt_runtime_us"
 
 
 def percentile(xs, p):
@@ -75,24 +83,6 @@ def exclusive():
         yield
 
 
-def sched_spec(spec):
-    """'credit:tslice_ms=5@weight=512@cap=25' -> ('credit', ['tslice_ms=5'],
-    ['weight=512'], ['cap=25']): the policy, its pool parameters, domain
-    parameters for the ping and pong VMs, and domain parameters for the
-    background VMs (Xen's remedy of capping the background)."""
-    rest, _, doms = spec.partition("@")
-    dom, _, bg = doms.partition("@")
-    name, _, pool = rest.partition(":")
-    if name not in SCHEDULERS:
-        raise argparse.ArgumentTypeError(f"unknown scheduler {name!r} ({', '.join(SCHEDULERS)})")
-    if name == "kernel" and (pool or dom or bg):
-        raise argparse.ArgumentTypeError("the kernel scheduler takes no parameters")
-    if "@" in bg:
-        raise argparse.ArgumentTypeError(f"{spec!r}: at most two '@' parts")
-    return (name, [kv for kv in pool.split(",") if kv], [kv for kv in dom.split(",") if kv],
-            [kv for kv in bg.split(",") if kv])
-
-
 def burst_spec(spec):
     try:
         run_ms, sleep_ms = (int(x) for x in spec.split(":"))
@@ -103,122 +93,42 @@ def burst_spec(spec):
     return run_ms, sleep_ms
 
 
-def vs_lines(path):
-    """The guest's VS- lines (serial console), kernel noise removed."""
-    try:
-        with open(path, errors="replace") as f:
-            return [l.rstrip("\r\n") for l in f if l.startswith("VS-")]
-    except FileNotFoundError:
-        return []
+class SerialTail:
+    """The ping guest's VS-RTT lines as they arrive: seq -> (rtt_us, byte
+    offset of the line in the serial file). The 16-bit sequence is
+    unwrapped; each ping guest restarts it at 0."""
 
+    def __init__(self, path):
+        self.path, self.pos, self.buf = path, 0, b""
+        self.rtt, self.last, self.base, self.prev = {}, -1, 0, -1
 
-def fields(line):
-    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    def poll(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            return self.last
+        start = self.pos - len(self.buf)
+        self.pos += len(data)
+        self.buf += data
+        off = start
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            if line.startswith(b"VS-RTT "):
+                f = dict(kv.split(b"=", 1) for kv in line.split()[1:] if b"=" in kv)
+                raw = int(f[b"seq"])
+                if raw < self.prev - 30000:
+                    self.base += 65536
+                self.prev = raw
+                seq = self.base + raw
+                self.rtt.setdefault(seq, (int(f[b"rtt_us"]), off))
+                self.last = max(self.last, seq)
+            off += len(line) + 1
+        return self.last
 
-
-class Guest:
-    def __init__(self, bench, name, role, ip=None, peer=None, lport=None, rport=None,
-                 extra=""):
-        self.b, self.name, self.role = bench, name, role
-        self.serial = os.path.join(bench.dir, f"{name}.log")
-        self.pidfile = os.path.join(bench.dir, f"{name}.pid")
-        self.qmp = os.path.join(bench.dir, f"{name}.qmp")
-        args = [os.path.join(VM, "run-guest"), "--name", name, "--role", role,
-                "--serial", self.serial, "--pidfile", self.pidfile, "--qmp", self.qmp,
-                "--smp", "1", "--mem", "128", "--accel", bench.accel,
-                "--cpu-affinity", HOUSEKEEPING, "--vcpu-affinity", MANAGED,
-                "--kernel", bench.kernel, "--initrd", bench.initrd]
-        if ip:
-            args += ["--ip", ip]
-        if peer:
-            args += ["--peer", peer]
-        if lport:
-            args += ["--local-port", str(lport), "--remote-port", str(rport)]
-        if extra:
-            args += ["--extra-cmdline", extra]
-        for f in (self.serial, self.qmp):
-            if os.path.exists(f):
-                os.unlink(f)
-        self.pid = int(subprocess.run(args, check=True, capture_output=True,
-                                      text=True).stdout.split()[-1])
-
-    def wait_line(self, prefix, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for l in vs_lines(self.serial):
-                if l.startswith(prefix):
-                    return l
-                if l.startswith("VS-ERROR"):
-                    raise RuntimeError(f"{self.name}: {l}")
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name}: no {prefix} within {timeout} s: {vs_lines(self.serial)}")
-
-    def alive(self):
-        return os.path.exists(f"/proc/{self.pid}")
-
-    def stop(self):
-        subprocess.run([os.path.join(VM, "stop-guest"), self.pidfile], capture_output=True)
-
-
-class Daemon:
-    """A private vcpuschedd for one ping run, so that nothing (parameters,
-    credit, counters) carries over from one scheduler to the next."""
-
-    def __init__(self, bench, policy, pool_params):
-        self.b = bench
-        self.sock = os.path.join(bench.dir, "control.sock")
-        cmd = [os.path.join(bench.build, "vcpusched", "vcpuschedd"), "--foreground",
-               "--socket", self.sock, "--state", os.path.join(bench.dir, "state"),
-               "--cpus", MANAGED, "--policy", policy, "--pattern", "shared",
-               "--rt-runtime-us", str(bench.rt_runtime_us)]
-        for kv in pool_params:
-            cmd += ["--pool-param", kv]
-        with open(os.path.join(bench.dir, "vcpuschedd.log"), "ab") as logf:
-            self.proc = subprocess.Popen(cmd, stdout=logf, stderr=logf)
-        deadline = time.monotonic() + 10
-        while self.ctl("version", check=False).returncode != 0:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("vcpuschedd did not start (see vcpuschedd.log)")
-            time.sleep(0.05)
-
-    def ctl(self, *args, check=True):
-        r = subprocess.run([os.path.join(self.b.build, "vcpusched", "vcpuschedctl"),
-                            "--socket", self.sock, *args], capture_output=True, text=True)
-        if check and r.returncode != 0:
-            raise RuntimeError(f"vcpuschedctl {' '.join(args)}: {r.stderr.strip()}")
-        return r
-
-    def counters(self):
-        """Per VM, summed over its vCPUs: run time, wakes and the policy's
-        counters, as the daemon reports them now."""
-        out = {}
-        for d in json.loads(self.ctl("list", "--json").stdout)["domains"]:
-            v = {"run_ns": 0, "wakes": 0}
-            for c in d["vcpus"]:
-                v["run_ns"] += c["run_ns"]
-                v["wakes"] += c["wakes"]
-                for k, x in c.get("policy", {}).items():
-                    if k in POLICY_COUNTERS and isinstance(x, (int, float)):
-                        v[k] = v.get(k, 0) + x
-            out[d["name"]] = v
-        return time.monotonic(), out
-
-    @staticmethod
-    def seen(first, last):
-        """What the scheduler saw of each VM between two counters() snapshots:
-        CPU share (%), wakes and policy counters per second."""
-        wall = max(last[0] - first[0], 1e-3)
-        out = {}
-        for vm, b in last[1].items():
-            a = first[1].get(vm, {})
-            out[vm] = {k: (b[k] - a.get(k, 0)) / wall for k in b}
-            out[vm]["cpu_pct"] = out[vm].pop("run_ns") / 1e7
-        return out
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=15)
+    def size(self):
+        return os.path.getsize(self.path) if os.path.exists(self.path) else 0
 
 
 class Bench:
@@ -226,234 +136,511 @@ class Bench:
         self.a = a
         self.build = os.path.abspath(a.build)
         self.dir = tempfile.mkdtemp(prefix="vcpusched-bench-")
-        self.accel = subprocess.run([os.path.join(VM, "accel")], capture_output=True,
-                                    text=True).stdout.strip() or "tcg"
-        env = subprocess.run([os.path.join(VM, "build-image.sh")], check=True,
-                             capture_output=True, text=True).stdout
-        img = dict(l.split("=", 1) for l in env.split() if "=" in l)
+        os.chmod(self.dir, 0o755)  # libvirt's QEMU (libvirt-qemu) writes serial logs here
+        self.accel = run([os.path.join(VM, "accel")]).stdout.strip() or "tcg"
+        img = dict(l.split("=", 1) for l in run([os.path.join(VM, "build-image.sh")],
+                                                timeout=600).stdout.split() if "=" in l)
         self.kernel, self.initrd = img["VS_KERNEL"], img["VS_INITRD"]
-        self.rt_runtime_us = a.rt_runtime_us
-        self.guests = []
-        self.daemon = None
+        self.host = None
+        self.guests = {}
         self.port = 42000
+        self.rt_before = self.read_rt()
+        self.rt_seen = set()
+        self.rec = self.rec_key = None
+        self.pair_sched = None
+
+    @staticmethod
+    def read_rt():
+        with open(RT_PATH) as f:
+            return int(f.read())
+
+    def open_host(self):
+        self.host = (LibvirtHost(self, self.a.libvirt) if self.a.mode == "libvirt"
+                     else QemuHost(self))
 
     def ports(self):
         self.port += 2
         return self.port, self.port + 1
 
-    def start(self, *args, **kw):
-        g = Guest(self, *args, **kw)
-        self.guests.append(g)
+    def meta(self):
+        """Metadata a domain starts with: opted in, pool defaults."""
+        return {}
+
+    # --- guests -------------------------------------------------------------------
+
+    def start(self, key, name, role, **kw):
+        g = self.host.start(self.a.prefix + name, role, **kw)
+        self.guests[key] = g
         return g
 
+    def stop(self, key):
+        g = self.guests.pop(key, None)
+        if g:
+            self.host.stop(g)
+
+    def start_pair(self, vcpusched=None, meta=True):
+        """pong, then ping (which pings until the block ends); opted in to
+        vcpusched (the hook attaches them) when `meta`."""
+        lp, rp = self.link
+        m = self.meta() if meta else None
+        self.start("pong", "pong", "pong", ip="10.0.0.2/24", lport=rp, rport=lp,
+                   meta=m, vcpusched=vcpusched)
+        # ping boots beside pong and waits for it (vs.wait, 60 s)
+        self.start("ping", "ping", "ping", ip="10.0.0.1/24", peer="10.0.0.2", lport=lp,
+                   rport=rp, meta=m, vcpusched=vcpusched,
+                   extra=f"vs.count={SEQ_LIMIT} vs.interval={self.a.interval} vs.poweroff=0")
+        wait_line(self.guests["pong"], "VS-READY", 180)
+        wait_line(self.guests["ping"], "VS-RTT", 180)
+        self.pair_sched = vcpusched
+        self.serial = SerialTail(self.guests["ping"].serial)
+
+    def restart_pair(self, vcpusched, meta=True):
+        log(f"  restarting ping and pong (libvirt <vcpusched> {vcpusched})")
+        self.stop("ping")
+        self.stop("pong")
+        self.pause_bg(True)
+        try:
+            self.start_pair(vcpusched, meta)
+        finally:
+            self.pause_bg(False)
+
+    def pause_bg(self, on):
+        """Background VMs stopped while ping and pong boot (a TCG boot is
+        CPU-bound and would take several times as long)."""
+        for g in self.bg_guests():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(g.pid, signal.SIGSTOP if on else signal.SIGCONT)
+
     def background(self, kind):
-        """Start pong and the background VMs; return them once they are up."""
-        lp, rp = self.ports()
-        pong = self.start("pong", "pong", ip="10.0.0.2/24", lport=rp, rport=lp)
-        bg = []
+        self.link = self.ports()
+        bg = {}
         if kind == "cpu":
-            bg = [self.start(f"hog{i}", "hog") for i in range(self.a.hogs)]
+            for i in range(self.a.hogs):
+                bg[f"hog{i}"] = dict(role="hog")
         elif kind == "burst":
             run_ms, sleep_ms = self.a.burst
-            bg = [self.start(f"burst{i}", "burst",
-                             extra=f"vs.run_ms={run_ms} vs.sleep_ms={sleep_ms}")
-                  for i in range(self.a.hogs)]
-        elif kind == "net":
+            for i in range(self.a.hogs):
+                bg[f"burst{i}"] = dict(role="burst",
+                                       extra=f"vs.run_ms={run_ms} vs.sleep_ms={sleep_ms}")
+        elif kind in ("net", "netmax"):
             nl, nr = self.ports()
-            bg = [self.start("netsink", "netsink", ip="10.0.1.2/24", lport=nr, rport=nl),
-                  self.start("netload", "netload", ip="10.0.1.1/24", peer="10.0.1.2",
-                             lport=nl, rport=nr,
-                             extra=f"vs.duration=3600 vs.rate={self.a.net_rate}")]
-        for g in [pong] + bg:
-            g.wait_line("VS-READY", 90)
-        if kind == "net":
-            bg[1].wait_line("VS-NET ", 90)
-        return (lp, rp), [pong] + bg
+            rate = self.a.net_rate if kind == "net" else 0
+            bg["netsink"] = dict(role="netsink", ip="10.0.1.2/24", lport=nr, rport=nl)
+            bg["netload"] = dict(role="netload", ip="10.0.1.1/24", peer="10.0.1.2", lport=nl,
+                                 rport=nr, extra=f"vs.duration=3600 vs.rate={rate}")
+        for name, kw in bg.items():
+            role = kw.pop("role")
+            self.start(name, name, role, meta=self.meta(), **kw)
+        for name in bg:
+            wait_line(self.guests[name], "VS-READY", 180)
+        self.start_pair()
+        if "netload" in bg:
+            wait_line(self.guests["netload"], "VS-NET ", 180)
+        return list(bg)
 
-    def attach(self, guests, params=()):
+    # --- rows ----------------------------------------------------------------------
+
+    def bg_guests(self):
+        return [g for k, g in self.guests.items() if k not in ("ping", "pong")]
+
+    def pp_guests(self):
+        return [self.guests["pong"], self.guests["ping"]]
+
+    def reset_knobs(self):
+        """Every vCPU back to SCHED_OTHER nice 0 and every domain to its
+        default CPU weight, except a pair started with libvirt <vcpusched>."""
+        for g in self.guests.values():
+            if g in self.pp_guests() and self.pair_sched:
+                continue
+            for t in g.vcpus():
+                pol, _, nice = thread_sched(t)
+                if pol in ("batch", "idle"):
+                    set_sched([t], "other")
+                if nice:
+                    set_nice([t], 0)
+            if self.shares_default.get(g.name) is not None and \
+                    self.host.shares(g) != self.shares_default[g.name]:
+                self.host.set_shares(g, self.shares_default[g.name])
+
+    def apply_knobs(self, guests, knobs):
         for g in guests:
-            self.daemon.ctl("attach", g.name, "--qmp", g.qmp, *params)
+            if "nice" in knobs:
+                set_nice(g.vcpus(), int(knobs["nice"]))
+            if knobs.get("sched") in ("batch", "idle", "other"):
+                set_sched(g.vcpus(), knobs["sched"])
+            if "shares" in knobs:
+                self.host.set_shares(g, int(knobs["shares"]))
 
-    def ping_run(self, spec, link, others):
-        """One ping VM run under scheduler `spec`; returns the RTTs (ms) after
-        warm-up and the lost count. others[0] is the pong VM."""
-        lp, rp = link
-        sched, pool_params, params, bg_params = sched_spec(spec)
-        ping = None
+    def switch(self, row):
+        """Put every guest in the state `row` asks for, the operator's way."""
+        d = self.host.daemon
+        want = row.pp_vcpusched()
+        if want != self.pair_sched:
+            if not row.vcpusched:
+                for g in self.guests.values():
+                    self.host.opt_out(g)
+                self.wait_attached(set())
+            self.restart_pair(want, meta=row.vcpusched)
+        self.reset_knobs()
+        if row.vcpusched:
+            d.ctl("pool", "set", "main", f"policy={row.sched}", *row.pool)
+            defaults = d.dom_defaults(row.sched)
+            want_params = {}
+            for g in self.guests.values():
+                params = dict(defaults, **(row.pp if g in self.pp_guests() else row.bg))
+                self.host.opt_in(g, params)
+                want_params[g.name] = params
+            self.wait_attached(set(want_params), row.sched, want_params)
+        else:
+            for g in self.guests.values():
+                self.host.opt_out(g)
+            self.wait_attached(set())
+            self.apply_knobs(self.bg_guests(), row.bg)
+            self.apply_knobs(self.pp_guests(), {k: v for k, v in row.pp.items()
+                                                if k != "sched" or want is None})
+        return self.settings()
+
+    def wait_attached(self, names, policy=None, params=None, timeout=10):
+        """Until the daemon manages exactly `names` (with `policy` and
+        `params`): the watcher applies metadata changes asynchronously."""
+        deadline = time.monotonic() + timeout
+        while True:
+            doms = self.host.daemon.domains()
+            ok = set(doms) == names and all(
+                (policy is None or doms[n]["policy"] == policy) and
+                all(param_of(doms[n], k) == str(v) for k, v in params[n].items())
+                for n in names) if params else set(doms) == names
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon manages {sorted(doms)} "
+                                   f"({[(n, d['policy'], d['params']) for n, d in doms.items()]})"
+                                   f", expected {sorted(names)} {policy} {params}")
+            time.sleep(0.05)
+
+    def settings(self):
+        """What each guest's vCPU threads run under, as the kernel says."""
+        out = {}
+        doms = self.host.daemon.domains()
+        for k, g in self.guests.items():
+            pol, prio, nice = thread_sched(g.vcpus()[0])
+            s = {"sched": pol, "rt_prio": prio, "nice": nice}
+            if g.name in doms:
+                s["vcpusched"] = {"policy": doms[g.name]["policy"], **doms[g.name]["params"]}
+            sh = self.host.shares(g)
+            if sh is not None:
+                s["cpu_shares"] = sh
+            out[k] = s
+        return out
+
+    def counters(self):
+        """Per guest: CPU time of vCPU and other threads; the daemon's
+        per-VM run time, wakes and policy counters."""
+        t = time.monotonic()
+        cpu = {k: g.cpu_ns() for k, g in self.guests.items()}
         seen = {}
+        for name, d in self.host.daemon.domains().items():
+            v = {"run_ns": 0, "wakes": 0}
+            for c in d["vcpus"]:
+                v["run_ns"] += c["run_ns"]
+                v["wakes"] += c["wakes"]
+                for key, x in c.get("policy", {}).items():
+                    if key in POLICY_COUNTERS and isinstance(x, (int, float)):
+                        v[key] = v.get(key, 0) + x
+            seen[name] = v
+        return t, cpu, seen
+
+    def delta(self, first, last):
+        wall = max(last[0] - first[0], 1e-3)
+        share = {k: {"vcpu_pct": (last[1][k][0] - first[1][k][0]) / wall / 1e7,
+                     "other_pct": (last[1][k][1] - first[1][k][1]) / wall / 1e7}
+                 for k in last[1] if k in first[1]}
+        seen = {}
+        byname = {g.name: k for k, g in self.guests.items()}
+        for name, b in last[2].items():
+            a = first[2].get(name, {})
+            s = {key: (b[key] - a.get(key, 0)) / wall for key in b}
+            s["cpu_pct"] = s.pop("run_ns") / 1e7
+            seen[byname.get(name, name)] = s
+        return share, seen
+
+    def row_run(self, row, tracedir, idx):
+        if self.serial.last + self.a.warmup + self.a.count + 200 > SEQ_LIMIT:
+            self.restart_pair(self.pair_sched, meta=bool(self.host.daemon.domains()))
+        sett = self.switch(row)
+        self.rt_seen.add(self.read_rt())
+        rec = self.recorder() if self.a.trace else None
+        first = self.serial.poll() + 1 + self.a.warmup
+        while self.serial.poll() < first - 3:
+            time.sleep(0.02)
+        trace = None
+        if rec:
+            for _ in range(10):  # begin between two lines, so offsets are exact
+                size0 = self.serial.size()
+                rec.start()
+                size1 = self.serial.size()
+                if size0 == size1:
+                    break
+        c0 = self.counters()
+        last = first + self.a.count - 1
+        deadline = time.monotonic() + self.a.count * self.a.interval * 4 + 30
+        while self.serial.poll() < last + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        c1 = self.counters()
+        if rec:
+            rec.stop()
+            path = os.path.join(tracedir, f"{idx:03d}.trace")
+            overrun = rec.save(path)
+            trace = {"path": path, "size0": size0, "size1": size1, "overrun": overrun,
+                     "serial": self.guests["ping"].serial,
+                     "threads": self.thread_map(), "seqs": [first, last]}
+        rtts, lost, offsets = [], 0, []
+        for s in range(first, last + 1):
+            if s in self.serial.rtt:
+                rtts.append(self.serial.rtt[s][0] / 1000.0)
+                offsets.append((s, self.serial.rtt[s][1]))
+            else:
+                lost += 1
+        share, seen = self.delta(c0, c1)
+        if trace:
+            trace["offsets"] = offsets
+            trace["rtts"] = rtts
+        return {"rtts": rtts, "lost": lost, "share": share, "seen": seen, "settings": sett,
+                "trace": trace}
+
+    def thread_map(self):
+        """tid -> (guest, kind) for every thread of every guest, and the daemon's."""
+        m = {}
+        for k, g in self.guests.items():
+            for t in g.vcpus():
+                m[t] = (k, "vcpu")
+            for t in g.others():
+                m[t] = (k, "emu")
+        d = self.host.daemon.proc.pid
+        for t in _all_tids(d):
+            m[t] = ("vcpuschedd", "daemon")
+        return m
+
+    def recorder(self):
+        """The tracefs recorder for the current guests (made again when
+        ping and pong restart: new thread ids)."""
+        tids = [t for g in self.guests.values() for t in g.vcpus() + g.others()]
+        key = tuple(sorted(tids))
+        if self.rec is not None and self.rec_key == key:
+            return self.rec
+        if self.rec is not None:
+            self.rec.close()
+        ping = self.guests["ping"]
+        fd = serial_fd(ping)
+        events = {"sched/sched_switch": None,
+                  "sched/sched_wakeup": " || ".join(f"pid == {t}" for t in tids)}
+        if fd is not None:
+            events["syscalls/sys_enter_write"] = (
+                "(" + " || ".join(f"common_pid == {t}" for t in ping.vcpus() + ping.others())
+                + f") && fd == {fd}")
+        self.rec, self.rec_key = schedtrace.Recorder(events), key
+        return self.rec
+
+    def block(self, res, rep, bgname, rows, tracedir):
+        t0 = time.monotonic()
+        self.shares_default = {}
+        daemon_args = ["--cpus", MANAGED, "--policy", "credit", "--pattern", "shared",
+                       "--rt-runtime-us", str(self.a.rt_runtime_us)]
+        self.host.start_daemon(daemon_args)
         try:
-            if sched != "kernel":
-                self.daemon = Daemon(self, sched, pool_params)
-                self.attach(others[:1], params)
-                self.attach(others[1:], bg_params)
-            ping = self.start("ping", "ping", ip="10.0.0.1/24", peer="10.0.0.2", lport=lp,
-                              rport=rp, extra=f"vs.count={self.a.count} "
-                                              f"vs.interval={self.a.interval}")
-            if sched != "kernel":
-                deadline = time.monotonic() + 10
-                while not os.path.exists(ping.qmp) and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                self.attach([ping], params)
-            ping.wait_line("VS-RTT", 120)  # booted: count from the first reply
-            first = self.daemon.counters() if self.daemon else None
-            ping.wait_line("VS-DONE", 120 + self.a.count * self.a.interval * 4)
-            if self.daemon:
-                seen = Daemon.seen(first, self.daemon.counters())
+            bg = self.background(bgname)
+            for g in self.guests.values():
+                self.shares_default[g.name] = self.host.shares(g)
+            self.hooked = sorted(self.host.daemon.domains())
+            log(f"rep {rep + 1} bg={bgname}: up in {time.monotonic() - t0:.0f} s, attached by "
+                f"the {'hook' if self.host.mode == 'libvirt' else 'QMP'}: {self.hooked}")
+            time.sleep(self.a.settle)
+            order = rows[rep % len(rows):] + rows[:rep % len(rows)]
+            order = [r for r in order if not (bgname == "none" and r.bg_only())]
+            traces = []
+            for i, row in enumerate(order):
+                r = self.row_run(row, tracedir, i)
+                cell = res[row.spec][bgname]
+                cell["rtts"] += r["rtts"]
+                cell["lost"] += r["lost"]
+                if r["rtts"]:
+                    cell["p99s"].append(percentile(r["rtts"], 99))
+                cell["share"].append(r["share"])
+                if r["seen"]:
+                    cell["seen"].append(r["seen"])
+                cell["settings"] = r["settings"]
+                cell["order"].append(i)
+                if r["trace"]:
+                    r["trace"].update(spec=row.spec, bg=bgname, rep=rep, row=vars_row(row))
+                    traces.append(r["trace"])
+                x = r["rtts"]
+                log(f"rep {rep + 1}/{self.a.reps} bg={bgname:6} {row.spec:22} n={len(x)} "
+                    f"p50={percentile(x, 50):.2f} p99={percentile(x, 99):.2f} "
+                    f"max={max(x):.2f} ms lost={r['lost']}" if x else f"{row.spec}: no RTT")
         finally:
-            self.stop_daemon()  # first: it restores every thread, frozen ones too
-            if ping:
-                ping.stop()
-                self.guests.remove(ping)
-        rtts = [int(fields(l)["rtt_us"]) / 1000.0 for l in vs_lines(ping.serial)
-                if l.startswith("VS-RTT")]
-        lost = sum(1 for l in vs_lines(ping.serial) if l.startswith("VS-LOST"))
-        return rtts[self.a.warmup:], lost, seen
+            if self.rec is not None:
+                self.rec.close()
+                self.rec = None
+            for k in list(self.guests):
+                self.stop(k)
+            self.host.daemon.stop()
+        t1 = time.monotonic()
+        for tr in traces:  # the VMs are gone: parsing disturbs nothing
+            res[tr["spec"]][bgname]["explained"].append(ping_tail.explain_run(tr))
+        log(f"rep {rep + 1} bg={bgname}: traces explained in {time.monotonic() - t1:.0f} s")
+        res["_blocks"].append({"rep": rep, "bg": bgname, "seconds": time.monotonic() - t0,
+                               "attached_by_hook": self.hooked})
 
-    def stop_daemon(self):
-        if self.daemon:
-            self.daemon.stop()
-            self.daemon = None
-
-    def run(self):
-        res = {s: {b: {"rtts": [], "p99s": [], "lost": 0, "seen": []}
-                   for b in self.a.backgrounds}
-               for s in self.a.schedulers}
+    def run(self, rows):
+        res = {r.spec: {b: {"rtts": [], "p99s": [], "lost": 0, "seen": [], "share": [],
+                            "order": [], "settings": None, "explained": []}
+                        for b in self.a.backgrounds}
+               for r in rows}
+        res["_blocks"] = []
+        tracedir = os.path.join(self.dir, "traces")
+        os.makedirs(tracedir, exist_ok=True)
+        self.open_host()
         for rep in range(self.a.reps):
             for bg in self.a.backgrounds:
                 with exclusive():
-                    self.one_background(res, rep, bg)
+                    self.rt_seen.add(self.read_rt())
+                    self.block(res, rep, bg, rows, tracedir)
         return res
 
-    def one_background(self, res, rep, bg):
-        link, others = self.background(bg)
-        time.sleep(self.a.settle)
-        order = self.a.schedulers[rep % len(self.a.schedulers):] + \
-            self.a.schedulers[:rep % len(self.a.schedulers)]
-        for sched in order:
-            rtts, lost, seen = self.ping_run(sched, link, others)
-            r = res[sched][bg]
-            if seen:
-                r["seen"].append(seen)
-            r["rtts"] += rtts
-            r["lost"] += lost
-            if rtts:
-                r["p99s"].append(percentile(rtts, 99))
-            log(f"rep {rep + 1}/{self.a.reps} bg={bg:4} {sched:8} n={len(rtts)} "
-                f"p50={percentile(rtts, 50):.2f} p99={percentile(rtts, 99):.2f} "
-                f"max={max(rtts):.2f} ms lost={lost}" if rtts else f"{sched}: no RTT")
-        for g in others:
-            g.stop()
-            self.guests.remove(g)
-
     def cleanup(self):
-        self.stop_daemon()
-        for g in self.guests:
-            g.stop()
+        if self.rec is not None:
+            with contextlib.suppress(Exception):
+                self.rec.close()
+        for k in list(self.guests):
+            with contextlib.suppress(Exception):
+                self.stop(k)
+        if self.host:
+            self.host.cleanup()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def summarize(res, a, meta):
-    lines = [f"# Ping tail latency between VMs ({meta['date']})", "",
-             f"Command: `{meta['command']}`", "",
-             f"Host: {meta['host']}, accel {meta['accel']}, sched_rt_runtime_us during "
-             f"vcpuschedd runs: {a.rt_runtime_us}. {a.reps} repetition(s); per run "
-             f"{a.count} pings every {a.interval} s, first {a.warmup} dropped. "
-             "RTT in ms, all runs pooled; `p99 runs` is the range of per-run p99.", "",
-             "| background | scheduler | n | p50 | p99 | p99.9 | max | p99 runs | "
-             "p99 / kernel | lost |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for bg in a.backgrounds:
-        base = res.get("kernel", {}).get(bg, {}).get("rtts") or None  # the stock scheduler
-        for s in a.schedulers:
-            r = res[s][bg]
-            x = r["rtts"]
-            if not x:
-                lines.append(f"| {bg} | {s} | 0 | | | | | | | {r['lost']} |")
-                continue
-            ratio = f"{percentile(x, 99) / percentile(base, 99):.2f}" if base else ""
-            lines.append(
-                f"| {bg} | {s} | {len(x)} | {percentile(x, 50):.2f} | "
-                f"{percentile(x, 99):.2f} | {percentile(x, 99.9):.2f} | {max(x):.2f} | "
-                f"{min(r['p99s']):.2f}-{max(r['p99s']):.2f} | {ratio} | {r['lost']} |")
-    lines += seen_table(res, a)
-    return "\n".join(lines) + "\n"
+def param_of(dom, key):
+    """A domain parameter as the daemon lists it (the class is a field)."""
+    if key == "class":
+        return dom.get("class", dom["params"].get("class", "foreground"))
+    return str(dom["params"].get(key))
 
 
-def seen_table(res, a):
-    """Per VM, the scheduler's own view while the ping VM pinged, averaged over
-    repetitions: CPU share, wakes and policy counters per second. It says why
-    a tail is what it is (who was boosted, who parked, how often credit reset)."""
-    rows = []
-    for bg in a.backgrounds:
-        for s in a.schedulers:
-            runs = res[s][bg]["seen"]
-            for vm in sorted({n for r in runs for n in r}):
-                vals = [r[vm] for r in runs if vm in r]
-                avg = {k: sum(v.get(k, 0) for v in vals) / len(vals)
-                       for k in sorted({k for v in vals for k in v})}
-                extra = ", ".join(f"{k} {avg[k]:.0f}" for k in POLICY_COUNTERS if k in avg)
-                rows.append(f"| {bg} | {s} | {vm} | {avg['cpu_pct']:.1f} | "
-                            f"{avg['wakes']:.0f} | {extra} |")
-    if not rows:
+def vars_row(row):
+    return {"sched": row.sched, "pool": row.pool, "pp": row.pp, "bg": row.bg,
+            "label": row.label()}
+
+
+def _all_tids(pid):
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
         return []
-    return ["", "What the scheduler saw while the ping VM pinged, per VM (mean over "
-            "repetitions; rates per second):", "",
-            "| background | scheduler | VM | CPU % | wakes/s | policy counters/s |",
-            "|---|---|---|---|---|---|"] + rows
+
+
+def serial_fd(g):
+    """The QEMU's file descriptor of the guest's serial log, or None."""
+    try:
+        for fd in os.listdir(f"/proc/{g.pid}/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{g.pid}/fd/{fd}") == g.serial:
+                    return int(fd)
+    except OSError:
+        pass
+    return None
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Publication size: --reps 3 --count 1000 (3,000 RTTs "
+                                       "per cell, ~75 min on a 2-CPU host).")
     p.add_argument("--build", default=os.path.join(SRC, "build", "main"))
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--count", type=int, default=200, help="pings per run")
-    p.add_argument("--interval", type=float, default=0.05, help="seconds between pings")
-    p.add_argument("--warmup", type=int, default=10, help="pings dropped per run")
+    p.add_argument("--mode", choices=("libvirt", "qemu"), default="libvirt",
+                   help="guests as libvirt domains (default) or bare QEMU attached over QMP")
+    p.add_argument("--libvirt", choices=("auto", "system", "private"), default="auto",
+                   help="which libvirtd: the system's if usable (auto), else a private one")
+    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--count", type=int, default=150, help="pings per row and repetition")
+    p.add_argument("--interval", type=float, default=0.02, help="seconds between pings")
+    p.add_argument("--warmup", type=int, default=50,
+                   help="pings dropped after each switch of row")
     p.add_argument("--hogs", type=int, default=2, help="VMs in the cpu and burst backgrounds")
     p.add_argument("--burst", default="20:20", type=burst_spec,
                    help="burst VMs: RUN_MS:SLEEP_MS, CPU after each wake and idle time")
     p.add_argument("--net-rate", type=int, default=20,
-                   help="netload's iperf3 rate, Mbit/s (0: unlimited, CPU-bound under TCG)")
-    p.add_argument("--settle", type=float, default=2.0, help="seconds before pinging")
-    p.add_argument("--schedulers", default=" ".join(DEFAULT_SCHEDULERS),
-                   help="space-separated specs POLICY[:POOL_PARAMS][@DOMAIN_PARAMS[@BG_PARAMS]], "
-                        "e.g. 'credit:tslice_ms=5', 'credit@weight=512' (ping and pong VMs "
-                        "only) or 'credit@@cap=25' (the background VMs only); parameters "
-                        "comma-separated")
+                   help="the net background's iperf3 rate, Mbit/s (netmax: unlimited)")
+    p.add_argument("--settle", type=float, default=2.0, help="seconds before the first row")
+    p.add_argument("--schedulers", default=" ".join(DEFAULT_ROWS),
+                   help="space-separated rows POLICY[:POOL_PARAMS][@PINGPONG[@BG]] "
+                        "(bench/ping_rows.py), e.g. 'credit:tslice_ms=5', 'credit@@cap=25', "
+                        "'kernel@@nice=19', 'kernel@sched=fifo:1'")
     p.add_argument("--backgrounds", default=",".join(BACKGROUNDS))
     p.add_argument("--rt-runtime-us", type=int, default=-1,
                    help="sched_rt_runtime_us while vcpuschedd runs (restored after)")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="no scheduling trace, no tail explanation")
+    p.add_argument("--no-plots", dest="plots", action="store_false")
+    p.add_argument("--prefix", default="vsb-", help="prefix of the guests' names")
     p.add_argument("--out", default=os.path.join(SRC, "bench", "results"))
     a = p.parse_args()
-    a.schedulers = tuple(a.schedulers.split())
-    for spec in a.schedulers:
-        sched_spec(spec)
+    try:
+        rows = parse_rows(a.schedulers)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+    a.schedulers = tuple(r.spec for r in rows)
     a.backgrounds = tuple(a.backgrounds.split(","))
+    for b in a.backgrounds:
+        if b not in BACKGROUNDS:
+            p.error(f"unknown background {b!r} ({', '.join(BACKGROUNDS)})")
+    if a.count < 1 or a.reps < 1 or a.warmup < 0 or a.interval <= 0:
+        p.error("--count and --reps must be at least 1, --warmup at least 0, --interval > 0")
+    if a.mode == "qemu" and any("shares" in r.bg or "shares" in r.pp for r in rows):
+        p.error("cpu_shares rows act on libvirt's cgroups: use --mode libvirt")
     if os.geteuid() != 0:
         sys.exit("ping_latency.py: run as root")
     os.sched_setaffinity(0, {int(HOUSEKEEPING)})
-    # Interrupted or terminated: unwind, so that the daemon restores every
-    # thread and the VMs are stopped (a background job ignores SIGINT).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("ping_latency.py: terminated"))
+    t0 = time.monotonic()
     b = Bench(a)
     meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
             "command": " ".join([os.path.relpath(sys.argv[0], SRC)] + sys.argv[1:]),
             "host": f"{platform.node()} {platform.release()} {os.cpu_count()} CPUs",
-            "accel": b.accel}
+            "accel": b.accel, "rt_runtime_us_before": b.rt_before}
     try:
-        res = b.run()
+        res = b.run(rows)
+        meta["libvirt"] = getattr(b.host, "describe", "")
+        meta["rt_runtime_us_seen"] = sorted(b.rt_seen)
+        meta["rt_runtime_us_after"] = b.read_rt()
+        meta["seconds"] = round(time.monotonic() - t0)
+        meta["qemu"] = run(["qemu-system-x86_64", "--version"]).stdout.splitlines()[0]
+        meta["libvirt_version"] = run(["libvirtd", "--version"], check=False).stdout.strip()
+        meta["vcpuschedd"] = run([os.path.join(b.build, "vcpusched", "vcpuschedd"),
+                                  "--version"], check=False).stdout.strip()
+        meta["git"] = run(["git", "-C", SRC, "describe", "--always", "--dirty"],
+                          check=False).stdout.strip()
+        meta["blocks"] = res.pop("_blocks")
+        tail = ping_tail.analyse(res, a, rows) if a.trace else None
     finally:
         b.cleanup()
-    text = summarize(res, a, meta)
-    print(text)
+    for r in rows:
+        for bg in a.backgrounds:
+            res[r.spec][bg].pop("explained", None)
     os.makedirs(a.out, exist_ok=True)
-    stamp = meta["date"].replace(":", "")
-    with open(os.path.join(a.out, f"ping-latency-{stamp}.md"), "w") as f:
+    stamp = "ping-latency-" + meta["date"].replace(":", "")
+    base = os.path.join(a.out, stamp)
+    if tail:
+        meta["perfetto"] = os.path.basename(ping_tail.export(tail, base + "-tail.json.gz"))
+    plots = ping_report.plot(base, res, a, rows) if a.plots else []
+    text = ping_report.markdown(res, a, rows, meta, tail, plots)
+    print(text)
+    with open(base + ".md", "w") as f:
         f.write(text)
-    with open(os.path.join(a.out, f"ping-latency-{stamp}.json"), "w") as f:
-        json.dump({"meta": meta, "args": vars(a), "results": res}, f)
-    log(f"results in {a.out}/ping-latency-{stamp}.md")
+    with open(base + ".json", "w") as f:
+        json.dump({"meta": meta, "args": vars(a), "rows": {r.spec: vars_row(r) for r in rows},
+                   "results": res, "tail": tail and tail["cells"]}, f)
+    log(f"results in {base}.md ({meta['seconds']} s)")
 
 
 if __name__ == "__main__":

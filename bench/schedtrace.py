@@ -239,3 +239,113 @@ def wake_to_run(win, tid):
         if j < len(ins):
             out.append(ins[j] - ts)
     return out
+
+
+class Recorder:
+    """A tracefs instance for long windows on CLOCK_MONOTONIC (trace_clock
+    mono: µs in the text, the daemon's and the benchmark's clock, so no
+    calibration) with any events and filters, e.g.
+    {"sched/sched_switch": None, "sched/sched_wakeup": "pid == 12 || pid == 13"}.
+    Each window is saved as the kernel's text (save()) and parsed later
+    with parse_mono(), so that reading it costs nothing while measuring."""
+
+    def __init__(self, events, name="vsping", buffer_kb=65536):
+        ensure_tracefs()
+        self.dir = os.path.join(TRACEFS, "instances", f"{name}-{os.getpid()}")
+        os.mkdir(self.dir)
+        self.events = list(events)
+        try:
+            _write(self._p("trace_clock"), "mono")
+            _write(self._p("buffer_size_kb"), str(buffer_kb))
+            _write(self._p("tracing_on"), "0")
+            self.set_events(events)
+        except OSError:
+            self.close()
+            raise
+
+    def _p(self, name):
+        return os.path.join(self.dir, name)
+
+    def set_events(self, events):
+        """Enable exactly these events (path under events/) with their filters."""
+        for ev in self.events:
+            _write(self._p(f"events/{ev}/enable"), "0")
+        for ev, flt in events.items():
+            _write(self._p(f"events/{ev}/filter"), flt or "0")
+            _write(self._p(f"events/{ev}/enable"), "1")
+        self.events = list(events)
+
+    def start(self):
+        _write(self._p("trace"), "")
+        _write(self._p("tracing_on"), "1")
+
+    def stop(self):
+        _write(self._p("tracing_on"), "0")
+
+    def overrun(self):
+        n = 0
+        for c in range(os.cpu_count() or 1):
+            try:
+                for line in _read(self._p(f"per_cpu/cpu{c}/stats")).splitlines():
+                    if line.startswith(("overrun:", "dropped events:")):
+                        n += int(line.split(":")[1])
+            except OSError:
+                pass
+        return n
+
+    def save(self, path):
+        """Copy the stopped window's text to `path`; returns the overrun count."""
+        with open(self._p("trace"), "rb") as src, open(path, "wb") as dst:
+            while True:
+                b = src.read(1 << 20)
+                if not b:
+                    break
+                dst.write(b)
+        return self.overrun()
+
+    def close(self):
+        if os.path.isdir(self.dir):
+            _write(self._p("tracing_on"), "0")
+            for ev in self.events:
+                try:
+                    _write(self._p(f"events/{ev}/enable"), "0")
+                except OSError:
+                    pass
+            os.rmdir(self.dir)
+
+
+# Tracepoints print "name: fields", system calls "sys_write(fd: 1, ...)".
+MONO_LINE = re.compile(r"^\s*.+?-(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+(?P<s>\d+)\.(?P<us>\d+): "
+                       r"(?P<event>\w+)(?:: |\()(?P<rest>.*)$")
+SWITCH_PRIO = re.compile(r"prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) "
+                         r"prev_state=(?P<ps>\S+) ==> next_comm=(?P<nc>.*?) next_pid=(?P<np>\d+) "
+                         r"next_prio=(?P<npr>\d+)")
+
+
+def parse_mono(path):
+    """A Recorder window: (switches, wakeups, others, comms). switches are
+    (ns, cpu, prev, prev_prio, prev_state, next, next_prio); wakeups
+    (ns, pid, target_cpu, waker_tid); others (ns, tid, event, rest)."""
+    sw, wk, other, comms = [], [], [], {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = MONO_LINE.match(line)
+            if m is None:
+                continue
+            ns = int(m["s"]) * 1_000_000_000 + int(m["us"].ljust(9, "0")[:9])
+            ev = m["event"]
+            if ev == "sched_switch":
+                s = SWITCH_PRIO.search(m["rest"])
+                if s:
+                    pp, np_ = int(s["pp"]), int(s["np"])
+                    comms.setdefault(pp, s["pc"])
+                    comms.setdefault(np_, s["nc"])
+                    sw.append((ns, int(m["cpu"]), pp, int(s["ppr"]), s["ps"], np_,
+                               int(s["npr"])))
+            elif ev in ("sched_wakeup", "sched_waking"):
+                w = WAKEUP.search(m["rest"])
+                if w:
+                    wk.append((ns, int(w["pid"]), int(w["cpu"]), int(m["tid"])))
+            else:
+                other.append((ns, int(m["tid"]), ev, m["rest"]))
+    return sw, wk, other, comms

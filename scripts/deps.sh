@@ -17,7 +17,7 @@ pkgs=(
     qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
     busybox-static linux-image-cloud-amd64 iperf3 iproute2 iputils-ping cpio
     # tools the tests and benchmarks call
-    numactl util-linux procps psmisc kmod python3 gnuplot-nox
+    numactl util-linux procps psmisc kmod python3 gnuplot-nox python3-matplotlib
     # the operator's view: metrics parsed by a real OpenMetrics parser, top on a real terminal
     python3-prometheus-client tmux
     # the real-host rig boots this machine's root under systemd (tests/rig)

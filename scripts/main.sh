@@ -3,13 +3,20 @@
 #
 # The README's main command: installs what is missing, builds vcpusched,
 # builds the tiny guest image, then runs the ping tail-latency comparison
-# between VMs (stock kernel scheduler vs Credit vs Credit2, under no, CPU-
-# bound and network-bound background VMs) and writes the results under
-# bench/results/. Needs root (SCHED_FIFO, cgroups, BPF). Extra arguments go
-# to bench/ping_latency.py (see --help), e.g. --reps 5 --count 1000.
+# between libvirt domains (vcpusched's Credit, Credit with a 5 ms slice or a
+# cap on the background, Credit2 and rr against the stock kernel scheduler
+# and the operator's knobs: nice 19, SCHED_IDLE, cgroup weight, libvirt's
+# fifo <vcpusched>; under no, CPU-bound, network-bound and bursty
+# background VMs) and writes Markdown, JSON, plots and a Perfetto trace of
+# the tail under bench/results/. Needs root (SCHED_FIFO, cgroups, tracefs,
+# libvirtd). About 15 minutes on a 2-CPU host with the defaults (2
+# repetitions x 150 pings per cell). Extra arguments go to
+# bench/ping_latency.py (see --help).
 #
 # As root:
-#   ./scripts/main.sh
+#   ./scripts/main.sh                          the default size
+#   ./scripts/main.sh --reps 3 --count 1000    publication size (3,000 RTTs
+#                                              per cell, about 75 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -25,6 +32,6 @@ cmake -S "$top" -B "$top/build/main" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$top/build/main" -j "$(nproc)"
 echo "== guest image"
 ./vm-images/build-image.sh
-echo "== ping latency between VMs: kernel vs credit vs credit2"
+echo "== ping latency between VMs (publication size: ./scripts/main.sh --reps 3 --count 1000)"
 # The benchmark takes the host's test lock while its VMs run.
 exec python3 bench/ping_latency.py --build "$top/build/main" "$@"

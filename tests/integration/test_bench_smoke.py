@@ -2,18 +2,66 @@
 """The benchmarks end to end at a tiny size, so that they cannot break
 unseen: bench/engine_bench.py on a host where tracefs is not mounted (a
 private mount namespace without it: the benchmark must mount it itself),
-its outputs parse, and nothing it started is left running."""
+and bench/ping_latency.py (the main job) in its default libvirt mode with
+one background and two rows. Their outputs parse (JSON, Markdown, PNGs,
+the Perfetto trace), and nothing they started is left running."""
 
 import glob
+import gzip
 import json
 import os
+import re
+import struct
 import subprocess
+import sys
 import tempfile
 import unittest
+import zlib
 
 import vstest
 
 BENCH = os.path.join(vstest.SRC, "bench")
+sys.path.insert(0, BENCH)
+import ping_tail  # noqa: E402
+
+
+def png_size(path):
+    """(width, height) of a PNG whose every chunk's CRC checks out and whose
+    image data inflates; ValueError otherwise."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    pos, idat, size = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        if zlib.crc32(kind + body) != crc:
+            raise ValueError(f"{path}: bad CRC in {kind}")
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        elif kind == b"IEND":
+            break
+        pos += 12 + n
+    zlib.decompress(idat)
+    return size
+
+
+def processes(pattern):
+    """pids whose command line matches `pattern`."""
+    out = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if re.search(pattern, cmd):
+            out.append(int(p.split("/")[2]))
+    return out
 
 
 def spinners():
@@ -52,6 +100,104 @@ class BenchSmoke(unittest.TestCase):
             self.assertGreater(sw["run"]["n"], 100, sw)  # a 100 us slice: thousands in 0.3 s
             self.assertTrue(glob.glob(os.path.join(out, "engine-*.md")))
         self.assertEqual(set(spinners()) - before, set(), "spin_target left running")
+
+    def test_ping_latency_tiny_libvirt(self):
+        """The main job's benchmark, libvirt mode, one background, two rows."""
+        with tempfile.TemporaryDirectory(prefix="vs-ping-smoke-") as out:
+            r = subprocess.run(
+                [sys.executable, os.path.join(BENCH, "ping_latency.py"), "--build", vstest.BUILD,
+                 "--reps", "1", "--count", "25", "--warmup", "10", "--backgrounds", "burst",
+                 "--schedulers", "kernel credit2", "--prefix", "vss-", "--out", out],
+                capture_output=True, text=True, timeout=840)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            base = glob.glob(os.path.join(out, "ping-latency-*.json"))
+            self.assertEqual(len(base), 1, os.listdir(out))
+            with open(base[0]) as f:
+                data = json.load(f)
+            self.assertEqual(data["args"]["mode"], "libvirt")
+            self.assertEqual(data["meta"]["blocks"][0]["attached_by_hook"],
+                             ["vss-burst0", "vss-burst1", "vss-ping", "vss-pong"])
+            for spec in ("kernel", "credit2"):
+                cell = data["results"][spec]["burst"]
+                self.assertGreaterEqual(len(cell["rtts"]) + cell["lost"], 25, cell)
+                self.assertGreaterEqual(len(cell["rtts"]), 20, cell)
+                self.assertTrue(all(0 < x < 1000 for x in cell["rtts"]))
+            sett = data["results"]["credit2"]["burst"]["settings"]
+            self.assertEqual(sett["ping"]["vcpusched"]["policy"], "credit2")
+            self.assertNotIn("vcpusched", data["results"]["kernel"]["burst"]["settings"]["ping"])
+            md = base[0][:-5] + ".md"
+            with open(md) as f:
+                text = f.read()
+            self.assertIn(f"Command: `bench/ping_latency.py --build {vstest.BUILD}", text)
+            for head in ("## Goals", "## RTT per cell (ms)", "## Why the tail is slow"):
+                self.assertIn(head, text)
+            table = [l for l in text.splitlines() if l.startswith("| burst | credit2 | ")]
+            self.assertEqual(len(table), 2, text)  # the RTT row and the tail row
+            pngs = sorted(glob.glob(base[0][:-5] + "-*.png"))
+            self.assertEqual([p[len(base[0]) - 5:] for p in pngs],
+                             ["-cdf-burst.png", "-summary.png"])
+            for p in pngs:
+                w, h = png_size(p)
+                self.assertGreater(w * h, 100_000, p)
+                self.assertIn(f"]({os.path.basename(p)})", text)
+            trace = base[0][:-5] + "-tail.json.gz"
+            self.assertGreater(ping_tail.check_chrome_trace(trace), 5)
+            with gzip.open(trace, "rt") as f:
+                names = {e["name"] for e in json.load(f)["traceEvents"]}
+            self.assertTrue(any(n.startswith("burst credit2 seq ") for n in names), names)
+        self.assertEqual(processes(r"qemu-system.*guest=vss-"), [], "a guest is left running")
+        self.assertEqual(processes(r"vcpuschedd .*vcpusched-bench-"), [], "a daemon is left")
+
+
+def sw(t_ms, cpu, prev, pprio, pstate, nxt, nprio, comms):
+    return (f"  x-{prev} [{cpu:03d}] d..2. {t_ms / 1000:.6f}: sched_switch: "
+            f"prev_comm={comms[prev]} prev_pid={prev} prev_prio={pprio} prev_state={pstate} "
+            f"==> next_comm={comms[nxt]} next_pid={nxt} next_prio={nprio}\n")
+
+
+class TailExplain(unittest.TestCase):
+    """bench/ping_tail.py on a made-up trace whose answer is known: a burst
+    vCPU that woke at 10.5 ms holds CPU 1 until it blocks at 25 ms, while
+    the pong vCPU, woken at 12 ms, waits; the reply line is printed at 27 ms."""
+
+    def test_wait_runner_and_decider(self):
+        comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG",
+                 401: "vcpuschedd"}
+        lines = [
+            f"  x-50 [001] d..2. {10.5 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=100 "
+            "prio=120 target_cpu=001\n",
+            sw(10.6, 1, 0, 120, "R", 100, 88, comms),
+            f"  x-50 [000] d..2. {12 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+            "prio=120 target_cpu=001\n",
+            sw(25.0, 1, 100, 88, "S", 401, 87, comms),
+            sw(25.1, 1, 401, 87, "S", 201, 88, comms),
+            f"  x-50 [000] d..2. {25.9 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
+            "prio=120 target_cpu=001\n",
+            sw(26.0, 1, 201, 88, "S", 301, 88, comms),
+        ] + [f"  x-301 [001] ..... {(27 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
+             "count: 1)\n" for i in range(25)] + [sw(28.0, 1, 301, 88, "S", 0, 120, comms)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.trace")
+            with open(path, "w") as f:
+                f.writelines(lines)
+            trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
+                     "threads": {100: ("burst0", "vcpu"), 201: ("pong", "vcpu"),
+                                 301: ("ping", "vcpu"), 401: ("vcpuschedd", "daemon")},
+                     "offsets": [(5, 1000)], "rtts": [16.0],
+                     "row": {"sched": "credit", "pool": [], "pp": {}, "bg": {}}}
+            out = ping_tail.explain_run(trace)
+            self.assertFalse(os.path.exists(path), "the raw trace is deleted once read")
+        self.assertEqual((out["n"], out["aligned"]), (1, 1))
+        x = out["samples"][5]
+        self.assertEqual(x["t"], 27_002_000)  # the third byte of the line
+        self.assertEqual(x["cause"], "pong vCPU waited")
+        self.assertAlmostEqual(x["pong_wait_ms"], 13.1, places=3)
+        self.assertAlmostEqual(x["ping_wait_ms"], 0.1, places=3)
+        self.assertEqual(x["runner"], "burst0 vcpu")
+        self.assertEqual(x["ended"], "runner blocked")
+        self.assertAlmostEqual(x["runner_woke_ms_before"], 1.5, places=3)
+        self.assertTrue(x["runner_boosted"])  # woke at 10.5, pong at 12: same 10 ms tick
+        self.assertTrue(any(e["name"] == "burst0 vcpu" and e["pid"] == 1 for e in x["events"]))
 
 
 if __name__ == "__main__":
