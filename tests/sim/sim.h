@@ -87,6 +87,15 @@ struct sim {
     uint64_t now;
     uint64_t stats_start;
     uint64_t pick_delay_ns; /* tickle-to-pick latency of the modelled core */
+    /*
+     * Timer lateness: the policy timer and each slice end fire a
+     * pseudo-random 0..late_max_ns after their deadline (Xen's timer_slop,
+     * interrupt latency, an emulated CPU's late timers). 0 = exact.
+     */
+    uint64_t late_max_ns;
+    uint64_t late_rng;
+    uint64_t late_due[CPUSET_MAX + 1]; /* deadline seen: per CPU's slice, then the timer */
+    uint64_t late_fire[CPUSET_MAX + 1];
     uint64_t repick_at[CPUSET_MAX];
     struct sim_cpu cpu[CPUSET_MAX];
     struct sim_vcpu *vcpus[SIM_MAX_VCPUS];
