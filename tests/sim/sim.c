@@ -277,6 +277,8 @@ late_fire(struct sim *s, unsigned int slot, uint64_t due)
 {
     if (s->late_max_ns == 0 || due == POLICY_NEVER)
         return due;
+    if (s->late_what == (slot == CPUSET_MAX ? SIM_LATE_SLICES : SIM_LATE_TIMER))
+        return due;
     if (s->late_due[slot] != due) {
         uint64_t x = s->late_rng != 0 ? s->late_rng : 0x9e3779b97f4a7c15ULL;
 

@@ -35,6 +35,7 @@ struct simtool {
     unsigned int nr_cpus, smt, sockets;
     uint64_t pick_delay_ns;
     uint64_t late_max_ns;
+    int late_what;
     bool started;
     struct sim sim;
     /* `at` commands, sorted by time then by file order. */
@@ -101,6 +102,7 @@ simtool_start(struct simtool *t, char *err)
     }
     t->sim.pick_delay_ns = t->pick_delay_ns;
     t->sim.late_max_ns = t->late_max_ns;
+    t->sim.late_what = t->late_what;
     t->started = true;
     return 0;
 }
@@ -177,9 +179,28 @@ cmd_pick_delay(struct simtool *t, struct simtool_words *ws, char *err)
     return simtool_duration(ws->w[1], &t->pick_delay_ns, err);
 }
 
+/* timer_late MAX [slices|timer]: which deadlines are late (default both). */
 static int
 cmd_timer_late(struct simtool *t, struct simtool_words *ws, char *err)
 {
+    static const char *const what[] = {"all", "slices", "timer"};
+
+    if (ws->n > 3) {
+        snprintf(err, SIMTOOL_ERRLEN, "usage: timer_late MAX_DURATION [all|slices|timer]");
+        return -EINVAL;
+    }
+    t->late_what = 0;
+    if (ws->n == 3) {
+        t->late_what = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(ws->w[2], what[i]) == 0)
+                t->late_what = i;
+        if (t->late_what < 0) {
+            snprintf(err, SIMTOOL_ERRLEN, "timer_late: %.40s is not all, slices or timer",
+                     ws->w[2]);
+            return -EINVAL;
+        }
+    }
     return simtool_duration(ws->w[1], &t->late_max_ns, err);
 }
 
@@ -632,7 +653,7 @@ static const struct simtool_cmd simtool_cmds[] = {
     {"policy", cmd_policy, true, "policy NAME [key=value ...]"},
     {"cpus", cmd_cpus, true, "cpus N [smt=S] [sockets=K]"},
     {"pick_delay", cmd_pick_delay, true, "pick_delay DURATION"},
-    {"timer_late", cmd_timer_late, true, "timer_late MAX_DURATION"},
+    {"timer_late", cmd_timer_late, true, "timer_late MAX_DURATION [all|slices|timer]"},
     {"dom", cmd_dom, false, "dom NAME [vcpus=N] [cpus=LIST] DEMAND [key=value ...]"},
     {"remove", cmd_remove, false, "remove DOM"},
     {"set", cmd_set, false, "set DOM|pool key=value ..."},
