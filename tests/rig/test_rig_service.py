@@ -3,6 +3,7 @@
 Debian package built from this checkout installs every file as packaged,
 the unit disabled and stopped and the hook linked by its postinst; the
 operator's `systemctl enable` and `start` run the packaged unit;
+`systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
 it) each give every managed thread back before the next daemon serves. In
 test order: install first (tests/rig/tests.list)."""
@@ -80,6 +81,32 @@ class ServiceTest(unittest.TestCase):
         # systemd puts it in its own cgroup of the v2-only hierarchy.
         self.assertEqual(vstest.read(f"/proc/{main_pid()}/cgroup").strip(),
                          f"0::/system.slice/{rigtest.UNIT}")
+
+    def test_reload_switches_policy_live(self):
+        conf = "/etc/vcpusched/vcpuschedd.conf"
+        shipped = vstest.read(conf)
+        hog = self.hogs(1)[0]
+        before = main_pid()
+        try:
+            with open(conf, "w") as f:
+                f.write(shipped.replace("policy=credit\n", "policy=credit2\n"))
+            # Type=notify: reload returns once the daemon says READY=1 again.
+            systemctl("reload", rigtest.UNIT)
+            self.assertEqual([(p["name"], p["policy"]) for p in ctl_json("pool", "list")["pools"]],
+                             [("main", "credit2")])
+        finally:
+            with open(conf, "w") as f:
+                f.write(shipped)
+            systemctl("reload", rigtest.UNIT)
+        self.assertEqual([(p["name"], p["policy"]) for p in ctl_json("pool", "list")["pools"]],
+                         [("main", "credit")])
+        self.assertEqual(main_pid(), before)
+        self.assertEqual(unit_prop("ActiveState"), "active")
+        # The domain stayed attached and managed through both switches.
+        self.assertEqual(len(ctl_json("list")["domains"]), 1)
+        self.assertTrue(vstest.is_fifo(hog.tid))
+        ctl("detach", "svc0")
+        self.assertTrue(rigtest.restored([hog]))
 
     def test_restart_restores_every_thread(self):
         hogs = self.hogs(3)
