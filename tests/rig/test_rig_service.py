@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: ISC
 """The packaged service under systemd, in the rig VM: `dpkg -i` of the
 Debian package built from this checkout installs every file as packaged,
-the unit disabled and stopped and the hook linked by its postinst; the
-operator's `systemctl enable` and `start` run the packaged unit;
-`systemctl reload` switches a pool's policy with its domain attached;
+the unit disabled and stopped, the hook linked and libvirtd reloaded by
+its postinst; the operator's `systemctl enable` and `start` run the
+packaged unit; `systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
 it) each give every managed thread back before the next daemon serves. In
 test order: install first (tests/rig/tests.list)."""
@@ -16,6 +16,12 @@ import unittest
 import rigtest
 import vstest
 from rigtest import ctl, ctl_json, main_pid, systemctl, unit_prop
+
+
+def libvirtd_reloads():
+    """How many reloads of libvirtd.service systemd has logged this boot."""
+    return rigtest.run("journalctl", "-b", "-q", "-o", "cat", "-u", "libvirtd.service",
+                       check=False).stdout.count("Reloaded libvirtd.service")
 
 
 class ServiceTest(unittest.TestCase):
@@ -46,6 +52,11 @@ class ServiceTest(unittest.TestCase):
     def test_install(self):
         deb = os.environ["VS_RIG_DEB"]
         version = rigtest.run("dpkg-deb", "-f", deb, "Version").stdout.strip()
+        # libvirtd (enabled on this root) runs: the postinst must make it
+        # look for hooks again (deb-systemd-invoke try-reload-or-restart).
+        self.assertEqual(systemctl("is-active", "libvirtd.service", check=False).stdout.strip(),
+                         "active")
+        reloads_before = libvirtd_reloads()
         t0 = time.monotonic()
         self.install("package")
         print(f"# dpkg -i {os.path.basename(deb)}: {time.monotonic() - t0:.1f} s", flush=True)
@@ -63,6 +74,9 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(unit_prop("UnitFileState"), "disabled")
         self.assertEqual(unit_prop("ActiveState"), "inactive")
         self.assertEqual(os.readlink(rigtest.HOOK_LINK), "/usr/lib/vcpusched/vcpusched-hook")
+        self.assertIsNotNone(vstest.wait_until(lambda: libvirtd_reloads() > reloads_before, 10,
+                                               step=0.5),
+                             "the postinst did not reload libvirtd")
 
         self.install("service")
         if unit_prop("ActiveState") != "active":
