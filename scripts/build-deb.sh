@@ -10,14 +10,25 @@
 # build needs no privilege (Rules-Requires-Root: no), and this shows it.
 # Needs the build dependencies (scripts/deps.sh installs them).
 #
-#   scripts/build-deb.sh [--out DIR]     default DIR: build/deb
+# A package built from the same sources is reused: DIR/build.key records
+# what the last build was made of (every file copied, the installed
+# packages' versions, the kernel BTF that vmlinux.h is dumped from), so
+# the rig (tests/rig/rig.sh) and scripts/check-package.sh in one
+# scripts/test.sh run build it once. --rebuild builds regardless.
+#
+#   scripts/build-deb.sh [--out DIR] [--rebuild]     default DIR: build/deb
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 out=$top/build/deb
-if [ "${1:-}" = "--out" ]; then
-    out=$(realpath -m "$2")
-fi
+rebuild=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --out) out=$(realpath -m "$2"); shift 2 ;;
+    --rebuild) rebuild=1; shift ;;
+    *) echo "build-deb: unknown argument '$1' (--out DIR, --rebuild)" >&2; exit 2 ;;
+    esac
+done
 
 say() { echo "build-deb: $*" >&2; }
 
@@ -29,15 +40,37 @@ if [ "$version" != "$deb_version" ]; then
     exit 1
 fi
 dpkg-checkbuilddeps >&2 || { say "missing build dependencies (scripts/deps.sh)"; exit 1; }
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+deb=$out/vcpusched_${version}_${arch}.deb
+
+# What git knows (committed or staged) plus new files it does not ignore.
+sources() {
+    git ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done
+}
+# What the package is made of: the sources' names, modes, contents and
+# symlinks (a tar without times or owners), every installed package's
+# version (the toolchain, the -dev packages and what dpkg-shlibdeps reads),
+# and the kernel BTF the BPF program compiles against.
+key=$({
+    sources | tar -c --null -T - --mtime=@0 --owner=0 --group=0 --numeric-owner | sha256sum
+    dpkg-query -W -f '${Package} ${Version} ${Architecture}\n'
+    sha256sum /sys/kernel/btf/vmlinux 2>/dev/null || true
+} | sha256sum | cut -d' ' -f1)
+if [ "$rebuild" = 0 ] && [ -f "$deb" ] && [ -f "$out/vcpusched_${version}_${arch}.changes" ] &&
+    [ "$(cat "$out/build.key" 2>/dev/null)" = "$key" ]; then
+    say "reusing $deb (built from these sources: $out/build.key)"
+    echo "$deb"
+    exit 0
+fi
+mkdir -p "$out"
+rm -f "$out/build.key"
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/vcpusched-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 src=$work/vcpusched-$version
-mkdir -p "$src" "$out"
-# What git knows (committed or staged) plus new files it does not ignore.
-git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-    tar -c --null -T - | tar -x -C "$src"
+mkdir -p "$src"
+sources | tar -c --null -T - | tar -x -C "$src"
 
 as_builder=()
 if [ "$(id -u)" -eq 0 ]; then
@@ -51,9 +84,9 @@ if ! (cd "$src" && "${as_builder[@]}" env HOME="$work" PATH=/usr/sbin:/usr/bin:/
     say "dpkg-buildpackage failed (full log: $out/build.log)"
     exit 1
 fi
-arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 for f in "$work"/vcpusched*_"$version"[._]*; do
     cp "$f" "$out/"
 done
+echo "$key" >"$out/build.key"
 say "built $(cd "$out" && echo vcpusched*_"$version"[._]*)"
-echo "$out/vcpusched_${version}_${arch}.deb"
+echo "$deb"

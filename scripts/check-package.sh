@@ -142,7 +142,7 @@ ok "cmake --install (prefix $prefix, DESTDIR): every part, the unit and installe
 
 # --- 2. the package's contents ----------------------------------------------
 deb=$(scripts/build-deb.sh)
-ok "scripts/build-deb.sh built $(basename "$deb") as nobody ($((SECONDS - t0)) s so far)"
+ok "scripts/build-deb.sh: $(basename "$deb"), built as nobody (or reused from the same sources) ($((SECONDS - t0)) s so far)"
 expect="-rw-r--r-- ./etc/vcpusched/vcpuschedd.conf
 -rw-r--r-- ./lib/systemd/system/vcpuschedd.service
 -rwxr-xr-x ./usr/bin/vcpuschedctl

@@ -6,11 +6,13 @@
 # v2 only) in a QEMU VM with 4 vCPUs in 2 NUMA nodes, KVM where the host has
 # it and TCG otherwise, and runs one job there from this source tree: by
 # default the rig suite (tests/rig/suite.py), whose TAP results, logs and
-# facts come back in OUT. Builds happen here, before boot; the VM sees this
-# tree and the build at the same paths. See tests/rig/README.md.
+# facts come back in OUT. Builds happen here, before boot: the Debian
+# package (scripts/build-deb.sh, reused when the sources have not changed),
+# which the VM installs with dpkg and systemd runs; the VM sees this tree
+# and the build at the same paths. See tests/rig/README.md.
 #
 # usage: rig.sh --build DIR --out DIR [--timeout SEC] [--accel auto|kvm|tcg]
-#               [--install cmake|deb] [-- COMMAND ARGS...]
+#               [-- COMMAND ARGS...]
 # Exits with the job's status (the suite: 0 once every test has reported).
 # QEMU, both virtiofsd and their mount namespaces go away with this script,
 # however it ends (an EXIT trap, and PR_SET_PDEATHSIG should it be killed).
@@ -19,10 +21,6 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
 vm=$src/vm-images
-# How vcpusched gets into the VM: "cmake" (cmake --install of the build plus
-# tests/rig/vcpuschedd.service) until the Debian package is on main, then
-# "deb" (apt install ./vcpusched_*.deb built by scripts/build-deb.sh).
-install=cmake
 build='' out='' timeout=3000 accel=auto
 cmd=()
 
@@ -35,9 +33,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --accel) accel=$2; shift 2 ;;
-    --install) install=$2; shift 2 ;;
     --) shift; cmd=("$@"); break ;;
-    -h | --help) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
     esac
 done
@@ -45,7 +42,6 @@ done
 [ -n "$build" ] && [ -x "$build/vcpusched/vcpuschedd" ] || die "--build DIR: no vcpusched/vcpuschedd there (build first)"
 [ -n "$out" ] || die "--out DIR is required"
 case $timeout in '' | *[!0-9]*) die "--timeout: '$timeout' is not a number of seconds" ;; esac
-case $install in cmake | deb) ;; *) die "--install: '$install' is not cmake or deb" ;; esac
 case $accel in auto) accel=$("$vm/accel") ;; kvm | tcg) ;; *) die "--accel: '$accel' is not auto, kvm or tcg" ;; esac
 build=$(realpath "$build")
 # The VM finds these at the same paths, and systemd reads them from job.env.
@@ -67,15 +63,19 @@ eval "$("$vm/build-image.sh")"
 mkdir -p "$out"
 out=$(realpath "$out")
 find "$out" -mindepth 1 -delete
-if [ "$install" = deb ]; then
-    # From this checkout, as the package builds (scripts/build-deb.sh).
-    deb=$("$src/scripts/build-deb.sh" --out "$out/deb")
-    [ -f "$deb" ] || die "scripts/build-deb.sh made no package"
-fi
+# The package from this checkout (build/deb, shared with
+# scripts/check-package.sh: built once per set of sources). The VM installs
+# the copy in OUT/deb (tests/rig/guest/install-vcpusched).
+t=$(date +%s)
+deb=$("$src/scripts/build-deb.sh") || die "scripts/build-deb.sh failed"
+[ -f "$deb" ] || die "scripts/build-deb.sh made no package"
+mkdir "$out/deb"
+cp "$deb" "$out/deb/"
+log "package $(basename "$deb") ready in $(($(date +%s) - t)) s"
 {
     echo "VS_RIG_SRC=$src"
     echo "VS_RIG_BUILD=$build"
-    echo "VS_RIG_INSTALL=$install"
+    echo "VS_RIG_DEB=/rig/deb/$(basename "$deb")"
     echo "VCPUSCHED_BUILD=$build"
     echo "VCPUSCHED_TIME_SCALE=$([ "$accel" = tcg ] && echo 10 || echo 1)"
     echo "VS_KERNEL=$VS_KERNEL"

@@ -15,7 +15,9 @@ import unittest
 
 import vstest
 
+PACKAGE = "vcpusched"
 UNIT = "vcpuschedd.service"
+UNIT_FILE = "/lib/systemd/system/vcpuschedd.service"
 DAEMON = "/usr/sbin/vcpuschedd"
 CTL = "/usr/bin/vcpuschedctl"
 HOOK_LINK = "/etc/libvirt/hooks/qemu.d/50-vcpusched"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: ISC
 """libvirt on a systemd, cgroup-v2-only host, in the rig VM: the system
-libvirtd (socket-activated by systemd), the installed hook and the
-installed service. A domain opted in by its metadata (a 2-vCPU hog, the
+libvirtd (socket-activated by systemd), the hook the package linked and
+the packaged service. A domain opted in by its metadata (a 2-vCPU hog, the
 tiny guest nested under TCG) is attached by the hook at `virsh create`,
 its vCPU threads in libvirt's per-vCPU cgroups; `virsh metadata` changes
 its weight live; what the daemon charges its vCPUs is what they ran; a
@@ -90,10 +90,18 @@ class LibvirtTest(unittest.TestCase):
               flush=True)
         pid, tids = status_vcpus()
         self.assertEqual(len(tids), 2)
-        # The hook ran inside `virsh create` (started begin): attached by tids.
+        # The hook ran inside `virsh create` (started begin). The hook and the
+        # daemon's watcher end in the same code (source "libvirt"): the hook's
+        # own journal line shows it attached the domain, not the watcher.
         dom = domain()
         self.assertIsNotNone(dom, f"{DOM} not attached: {ctl_json('list')}")
-        self.assertEqual((dom["source"], dom["pid"], dom["pool"]), ("tids", pid, "main"))
+        self.assertEqual((dom["source"], dom["pid"], dom["pool"]), ("libvirt", pid, "main"))
+
+        def hook_said():
+            return f"domain {DOM} started: attached" in run(
+                "journalctl", "-q", "-o", "cat", "-t", "vcpusched-hook", check=False).stdout
+        self.assertIsNotNone(vstest.wait_until(hook_said, 10, step=0.5),
+                             "no 'started: attached' from vcpusched-hook in the journal")
         self.assertEqual([v["tid"] for v in dom["vcpus"]], tids)
         self.assertEqual(dom["params"]["weight"], "256")
         for i, t in enumerate(tids):

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: ISC
-"""The installed service under systemd, in the rig VM: the install (the
-package, or cmake --install with the rig's unit until then) leaves
-vcpuschedd enabled and running with the hook linked; `systemctl restart`
-and `kill -9` of the main process (systemd restarts it) each give every
-managed thread back before the next daemon serves. In test order: install
-first (tests/rig/tests.list)."""
+"""The packaged service under systemd, in the rig VM: `dpkg -i` of the
+Debian package built from this checkout installs every file as packaged,
+the unit disabled and stopped, the hook linked and libvirtd reloaded by
+its postinst; the operator's `systemctl enable` and `start` run the
+packaged unit; `systemctl reload` switches a pool's policy with its domain attached;
+`systemctl restart` and `kill -9` of the main process (systemd restarts
+it) each give every managed thread back before the next daemon serves. In
+test order: install first (tests/rig/tests.list)."""
 
 import os
 import signal
@@ -14,6 +16,12 @@ import unittest
 import rigtest
 import vstest
 from rigtest import ctl, ctl_json, main_pid, systemctl, unit_prop
+
+
+def libvirtd_reloads():
+    """How many reloads of libvirtd.service systemd has logged this boot."""
+    return rigtest.run("journalctl", "-b", "-q", "-o", "cat", "-u", "libvirtd.service",
+                       check=False).stdout.count("Reloaded libvirtd.service")
 
 
 class ServiceTest(unittest.TestCase):
@@ -35,26 +43,84 @@ class ServiceTest(unittest.TestCase):
             self.assertLessEqual(os.sched_getaffinity(p.tid), {1, 2, 3})
         return ps
 
-    def test_install(self):
+    def install(self, step):
         script = os.path.join(rigtest.RIG, "guest", "install-vcpusched")
-        r = rigtest.run(script, check=False, timeout=600)
+        r = rigtest.run(script, step, check=False, timeout=600)
         print(r.stdout, r.stderr, flush=True)
-        self.assertEqual(r.returncode, 0, f"{script} failed")
-        print(f"# installed by {os.environ.get('VS_RIG_INSTALL')}", flush=True)
+        self.assertEqual(r.returncode, 0, f"{script} {step} failed")
+
+    def test_install(self):
+        deb = os.environ["VS_RIG_DEB"]
+        version = rigtest.run("dpkg-deb", "-f", deb, "Version").stdout.strip()
+        # libvirtd (enabled on this root) runs: the postinst must make it
+        # look for hooks again (deb-systemd-invoke try-reload-or-restart).
+        self.assertEqual(systemctl("is-active", "libvirtd.service", check=False).stdout.strip(),
+                         "active")
+        reloads_before = libvirtd_reloads()
+        t0 = time.monotonic()
+        self.install("package")
+        print(f"# dpkg -i {os.path.basename(deb)}: {time.monotonic() - t0:.1f} s", flush=True)
+        self.assertEqual(rigtest.run("dpkg-query", "-W", "-f", "${Status} ${Version}",
+                                     rigtest.PACKAGE).stdout, f"install ok installed {version}")
+        # Every file as the package shipped it (no output: no mismatch).
+        self.assertEqual(rigtest.run("dpkg", "--verify", rigtest.PACKAGE).stdout, "")
+        for path in (rigtest.UNIT_FILE, rigtest.DAEMON, rigtest.CTL,
+                     "/usr/lib/vcpusched/vcpusched-hook"):
+            self.assertEqual(rigtest.run("dpkg", "-S", path).stdout.strip(),
+                             f"{rigtest.PACKAGE}: {path}")
+        # The package's promise: installed disabled and not started, the
+        # hook linked by its postinst.
+        self.assertEqual(unit_prop("FragmentPath"), rigtest.UNIT_FILE)
+        self.assertEqual(unit_prop("UnitFileState"), "disabled")
+        self.assertEqual(unit_prop("ActiveState"), "inactive")
+        self.assertEqual(os.readlink(rigtest.HOOK_LINK), "/usr/lib/vcpusched/vcpusched-hook")
+        self.assertIsNotNone(vstest.wait_until(lambda: libvirtd_reloads() > reloads_before, 10,
+                                               step=0.5),
+                             "the postinst did not reload libvirtd")
+
+        self.install("service")
         if unit_prop("ActiveState") != "active":
             print(systemctl("status", "--no-pager", "-l", rigtest.UNIT, check=False).stdout)
         self.assertEqual(unit_prop("ActiveState"), "active")
         self.assertEqual(systemctl("is-enabled", rigtest.UNIT).stdout.strip(), "enabled")
+        # The packaged unit as shipped, no drop-in of the rig's.
+        self.assertEqual(unit_prop("FragmentPath"), rigtest.UNIT_FILE)
+        self.assertEqual(unit_prop("DropInPaths"), "")
         self.assertEqual(os.readlink(f"/proc/{main_pid()}/exe"), rigtest.DAEMON)
         self.assertIsNotNone(vstest.wait_until(rigtest.service_answers, 20, step=0.2),
                              "the service does not answer on its socket")
         pools = ctl_json("pool", "list")["pools"]
         self.assertEqual([(p["name"], p["policy"], p["cpus"]) for p in pools],
                          [("main", "credit", [1, 2, 3])])
-        self.assertEqual(os.readlink(rigtest.HOOK_LINK), "/usr/lib/vcpusched/vcpusched-hook")
         # systemd puts it in its own cgroup of the v2-only hierarchy.
         self.assertEqual(vstest.read(f"/proc/{main_pid()}/cgroup").strip(),
                          f"0::/system.slice/{rigtest.UNIT}")
+
+    def test_reload_switches_policy_live(self):
+        conf = "/etc/vcpusched/vcpuschedd.conf"
+        shipped = vstest.read(conf)
+        hog = self.hogs(1)[0]
+        before = main_pid()
+        try:
+            with open(conf, "w") as f:
+                f.write(shipped.replace("policy=credit\n", "policy=credit2\n"))
+            # Type=notify: reload returns once the daemon says READY=1 again.
+            systemctl("reload", rigtest.UNIT)
+            self.assertEqual([(p["name"], p["policy"]) for p in ctl_json("pool", "list")["pools"]],
+                             [("main", "credit2")])
+        finally:
+            with open(conf, "w") as f:
+                f.write(shipped)
+            systemctl("reload", rigtest.UNIT)
+        self.assertEqual([(p["name"], p["policy"]) for p in ctl_json("pool", "list")["pools"]],
+                         [("main", "credit")])
+        self.assertEqual(main_pid(), before)
+        self.assertEqual(unit_prop("ActiveState"), "active")
+        # The domain stayed attached and managed through both switches.
+        self.assertEqual(len(ctl_json("list")["domains"]), 1)
+        self.assertTrue(vstest.is_fifo(hog.tid))
+        ctl("detach", "svc0")
+        self.assertTrue(rigtest.restored([hog]))
 
     def test_restart_restores_every_thread(self):
         hogs = self.hogs(3)
