@@ -22,12 +22,6 @@ from rigtest import ctl_json, run
 NS_URI = "https://vcpusched.org/xmlns/1"
 DOM = "rig-lv"
 APPLY_S = 10.0  # a metadata change shows in `list` within this (TCG)
-# Parking on cgroup v2 (cgroup.freeze) is being built on the branch
-# cgroup-v2-park; until it is merged the daemon's park fails with this
-# (its pool's last_error), and the cap step is skipped with that reason.
-NO_V2_PARKING = "freeze: Operation not supported"
-
-
 def virsh(*args, check=True):
     return run("virsh", "-q", "-c", "qemu:///system", *args, check=check, timeout=300)
 
@@ -149,18 +143,7 @@ class LibvirtTest(unittest.TestCase):
             return [cg for cg in cgs
                     if "frozen 1" in vstest.read(f"{cg}/cgroup.events").splitlines()]
 
-        def no_v2_parking():
-            try:
-                pools = ctl_json("stats")["pools"]
-            except RuntimeError as e:  # no answer in time: look again
-                print(f"# {e}", flush=True)
-                return False
-            return any(NO_V2_PARKING in (p.get("last_error") or "") for p in pools)
-
-        seen = vstest.wait_until(lambda: frozen_now() or no_v2_parking(), 3 * APPLY_S, step=0.01)
-        if not frozen_now() and no_v2_parking():
-            self.skipTest("parking on cgroup v2 (cgroup.freeze) is not merged yet (branch "
-                          f"cgroup-v2-park): the daemon's park failed with '{NO_V2_PARKING}'")
+        seen = vstest.wait_until(lambda: frozen_now(), 3 * APPLY_S, step=0.01)
         self.assertIsNotNone(seen, f"no vcpuN cgroup frozen within {APPLY_S} s under cap=10: "
                              f"{domain()}")
         parks = sum(v["policy"].get("parks", 0) for v in domain()["vcpus"])
