@@ -143,7 +143,7 @@ class LibvirtTest(unittest.TestCase):
             return [cg for cg in cgs
                     if "frozen 1" in vstest.read(f"{cg}/cgroup.events").splitlines()]
 
-        seen = vstest.wait_until(lambda: frozen_now(), 3 * APPLY_S, step=0.01)
+        seen = vstest.wait_until(frozen_now, 3 * APPLY_S, step=0.01)
         self.assertIsNotNone(seen, f"no vcpuN cgroup frozen within {APPLY_S} s under cap=10: "
                              f"{domain()}")
         parks = sum(v["policy"].get("parks", 0) for v in domain()["vcpus"])
