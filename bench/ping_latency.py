@@ -61,7 +61,7 @@ LOCK = "/run/lock/vcpusched-test.lock"
 BACKGROUNDS = ("none", "cpu", "net", "netmax", "burst")
 DEFAULT_ROWS = ("kernel", "kernel@@nice=19", "kernel@@sched=idle", "kernel@@shares=2",
                 "kernel@sched=fifo:1", "credit", "credit:tslice_ms=5", "credit@@cap=25",
-                "credit2", "rr")
+                "credit2", "credit2@@class=background", "rr")
 POLICY_COUNTERS = ("boosts", "parks", "resets", "steals")
 SEQ_LIMIT = 60000  # busybox ping's 16-bit sequence wraps at 65536
 RT_PATH = "/proc/sys/kernel/sched_rt_runtime_us"
@@ -326,7 +326,9 @@ class Bench:
             pol, prio, nice = thread_sched(g.vcpus()[0])
             s = {"sched": pol, "rt_prio": prio, "nice": nice}
             if g.name in doms:
-                s["vcpusched"] = {"policy": doms[g.name]["policy"], **doms[g.name]["params"]}
+                s["vcpusched"] = {"policy": doms[g.name]["policy"],
+                                  "class": param_of(doms[g.name], "class"),
+                                  **doms[g.name]["params"]}
             sh = self.host.shares(g)
             if sh is not None:
                 s["cpu_shares"] = sh

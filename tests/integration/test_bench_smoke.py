@@ -3,7 +3,8 @@
 unseen: bench/engine_bench.py on a host where tracefs is not mounted (a
 private mount namespace without it: the benchmark must mount it itself),
 and bench/ping_latency.py (the main job) in its default libvirt mode with
-one background and two rows. Their outputs parse (JSON, Markdown, PNGs,
+one background and three rows, the background class's before Credit2's (whose
+background VMs must be foreground again). Their outputs parse (JSON, Markdown, PNGs,
 the Perfetto trace), and nothing they started is left running."""
 
 import glob
@@ -102,12 +103,13 @@ class BenchSmoke(unittest.TestCase):
         self.assertEqual(set(spinners()) - before, set(), "spin_target left running")
 
     def test_ping_latency_tiny_libvirt(self):
-        """The main job's benchmark, libvirt mode, one background, two rows."""
+        """The main job's benchmark, libvirt mode, one background, three rows."""
         with tempfile.TemporaryDirectory(prefix="vs-ping-smoke-") as out:
             r = subprocess.run(
                 [sys.executable, os.path.join(BENCH, "ping_latency.py"), "--build", vstest.BUILD,
                  "--reps", "1", "--count", "25", "--warmup", "10", "--backgrounds", "burst",
-                 "--schedulers", "kernel credit2", "--prefix", "vss-", "--out", out],
+                 "--schedulers", "kernel credit2@@class=background credit2",
+                 "--prefix", "vss-", "--out", out],
                 capture_output=True, text=True, timeout=840)
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
             base = glob.glob(os.path.join(out, "ping-latency-*.json"))
@@ -117,7 +119,7 @@ class BenchSmoke(unittest.TestCase):
             self.assertEqual(data["args"]["mode"], "libvirt")
             self.assertEqual(data["meta"]["blocks"][0]["attached_by_hook"],
                              ["vss-burst0", "vss-burst1", "vss-ping", "vss-pong"])
-            for spec in ("kernel", "credit2"):
+            for spec in ("kernel", "credit2@@class=background", "credit2"):
                 cell = data["results"][spec]["burst"]
                 self.assertGreaterEqual(len(cell["rtts"]) + cell["lost"], 25, cell)
                 self.assertGreaterEqual(len(cell["rtts"]), 20, cell)
@@ -125,12 +127,23 @@ class BenchSmoke(unittest.TestCase):
             sett = data["results"]["credit2"]["burst"]["settings"]
             self.assertEqual(sett["ping"]["vcpusched"]["policy"], "credit2")
             self.assertNotIn("vcpusched", data["results"]["kernel"]["burst"]["settings"]["ping"])
+            cls = data["results"]["credit2@@class=background"]["burst"]["settings"]
+            self.assertEqual({k: v["vcpusched"]["class"] for k, v in cls.items()},
+                             {"ping": "foreground", "pong": "foreground",
+                              "burst0": "background", "burst1": "background"})
+            self.assertEqual({v["vcpusched"]["class"] for v in sett.values()}, {"foreground"})
             md = base[0][:-5] + ".md"
             with open(md) as f:
                 text = f.read()
             self.assertIn(f"Command: `bench/ping_latency.py --build {vstest.BUILD}", text)
-            for head in ("## Goals", "## RTT per cell (ms)", "## Why the tail is slow"):
+            for head in ("## Goals", "## RTT per cell (ms)", "## Why the tail is slow",
+                         "| background | credit2, bg class=background: p99 / bg CPU % | "
+                         "credit2: p99 / bg CPU % | kernel: p99 / bg CPU % |"):
                 self.assertIn(head, text)
+            self.assertRegex(text, r"\| credit2 p99 ≤ 0\.5 × the stock kernel's p99 \([0-9.]+ "
+                                   r"ms\) \| burst \| [0-9.]+ ms = [0-9.]+× \| \*\*(met|missed)")
+            self.assertRegex(text, r"\n\| burst \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| "
+                                   r"[0-9.]+ / [0-9.]+ \|\n")
             table = [l for l in text.splitlines() if l.startswith("| burst | credit2 | ")]
             self.assertEqual(len(table), 2, text)  # the RTT row and the tail row
             pngs = sorted(glob.glob(base[0][:-5] + "-*.png"))
