@@ -219,7 +219,8 @@ def tail_table(tail, a, rows):
          "how long the pong and ping vCPUs were runnable but not running on CPU 1, and "
          "the emulator threads on CPU 0; for the longest vCPU wait, who ran meanwhile, what "
          "ended the wait (the runner blocked, or was preempted at its slice end, at the "
-         "ratelimit's end, at a tick, by the kernel) and whether the runner had just "
+         "ratelimit's end, at a tick, at the end of a background-class vCPU's alpha slice, "
+         "by the kernel) and whether the runner had just "
          "woken itself (`BOOST`: under Credit a woken vCPU is boosted until the next tick "
          "and nothing preempts it). `aligned`: samples of the cell whose printing time "
          "was found in the trace.", "",

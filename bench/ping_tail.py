@@ -186,8 +186,13 @@ def decide(tl, row, tmap, comms, waiter, ws, we, daemon):
                   "rr": float(p.get("slice_us", 1000)) / 1000}.get(row["sched"])
         rl = float(p.get("ratelimit_us", 1000)) / 1000
         tick = tslice / 3 if row["sched"] == "credit" else None
+        # A background-class runner is held after its alpha slice (a ratelimit's length too).
+        held = row["bg"].get("class") == "background" and \
+            tmap.get(runner, ("",))[0] not in ("ping", "pong")
         if tslice and abs(L - tslice) <= max(0.5, 0.1 * tslice):
             out["ended"] = "slice end"
+        elif held and abs(L - float(p.get("bg_slice_us", 1000)) / 1000) <= 0.3:
+            out["ended"] = "background class slice end"
         elif abs(L - rl) <= 0.3:
             out["ended"] = "ratelimit end"
         elif tick and min(t_out % int(tick * MS), int(tick * MS) - t_out % int(tick * MS)) \

@@ -212,6 +212,38 @@ class TailExplain(unittest.TestCase):
         self.assertTrue(x["runner_boosted"])  # woke at 10.5, pong at 12: same 10 ms tick
         self.assertTrue(any(e["name"] == "burst0 vcpu" and e["pid"] == 1 for e in x["events"]))
 
+    def test_background_class_slice(self):
+        """A background vCPU preempted after 1 ms while pong waits: under the
+        background class its alpha slice ended; under plain Credit2, the
+        ratelimit did."""
+        comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG"}
+        lines = [
+            sw(11.0, 1, 0, 120, "R", 100, 88, comms),
+            f"  x-50 [000] d..2. {10.5 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+            "prio=120 target_cpu=001\n",
+            sw(12.0, 1, 100, 88, "R", 201, 88, comms),
+            f"  x-50 [000] d..2. {12.4 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
+            "prio=120 target_cpu=001\n",
+            sw(12.5, 1, 201, 88, "S", 301, 88, comms),
+        ] + [f"  x-301 [001] ..... {(14 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
+             "count: 1)\n" for i in range(25)] + [sw(15.0, 1, 301, 88, "S", 0, 120, comms)]
+        ended = {}
+        for bg in ({"class": "background"}, {}):
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "t.trace")
+                with open(path, "w") as f:
+                    f.writelines(lines)
+                trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
+                         "threads": {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"),
+                                     301: ("ping", "vcpu")},
+                         "offsets": [(5, 1000)], "rtts": [5.0],
+                         "row": {"sched": "credit2", "pool": [], "pp": {}, "bg": bg}}
+                x = ping_tail.explain_run(trace)["samples"][5]
+            self.assertEqual((x["cause"], x["runner"], x["runner_ran_ms"]),
+                             ("pong vCPU waited", "hog0 vcpu", 1.0))
+            ended[bool(bg)] = x["ended"]
+        self.assertEqual(ended, {True: "background class slice end", False: "ratelimit end"})
+
 
 if __name__ == "__main__":
     unittest.main()
