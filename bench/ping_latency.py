@@ -433,13 +433,14 @@ class Bench:
         if self.rec is not None:
             self.rec.close()
         ping = self.guests["ping"]
-        fd = serial_fd(ping)
+        w = serial_writer(ping)
         events = {"sched/sched_switch": None,
                   "sched/sched_wakeup": " || ".join(f"pid == {t}" for t in tids)}
-        if fd is not None:
-            events["syscalls/sys_enter_write"] = (
-                "(" + " || ".join(f"common_pid == {t}" for t in ping.vcpus() + ping.others())
-                + f") && fd == {fd}")
+        if w is not None:  # QEMU writes with writev (count in the exit), virtlogd with write
+            pids = "(" + " || ".join(f"common_pid == {t}" for t in _all_tids(w[0])) + ")"
+            events["syscalls/sys_enter_write"] = f"{pids} && fd == {w[1]}"
+            events["syscalls/sys_enter_writev"] = f"{pids} && fd == {w[1]}"
+            events["syscalls/sys_exit_writev"] = pids
         self.rec, self.rec_key = schedtrace.Recorder(events), key
         return self.rec
 
@@ -540,15 +541,36 @@ def _all_tids(pid):
         return []
 
 
-def serial_fd(g):
-    """The QEMU's file descriptor of the guest's serial log, or None."""
-    try:
-        for fd in os.listdir(f"/proc/{g.pid}/fd"):
+def _fds(pid):
+    """{fd: link target} of a process; {} once it is gone."""
+    out = {}
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
             with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{g.pid}/fd/{fd}") == g.serial:
-                    return int(fd)
-    except OSError:
-        pass
+                out[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+    return out
+
+
+def serial_writer(g):
+    """(pid, fd) whose writes put the ping guest's lines in its serial log,
+    or None. Bare QEMU writes the file itself; under libvirt QEMU writes a
+    pipe and virtlogd the file, so QEMU's end of the one pipe (besides its
+    stderr) it shares with the file's writer is taken: its writes are the
+    moments the guest printed, not when virtlogd got round to them."""
+    mine = _fds(g.pid)
+    fd = next((f for f, t in mine.items() if t == g.serial), None)
+    if fd is not None:
+        return g.pid, fd
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == g.pid:
+            continue
+        theirs = _fds(int(d))
+        wfd = next((f for f, t in theirs.items() if t == g.serial), None)
+        if wfd is None:
+            continue
+        pipes = set(t for t in theirs.values() if t.startswith("pipe:"))
+        shared = [f for f, t in mine.items() if f > 2 and t in pipes]
+        return (g.pid, shared[0]) if len(shared) == 1 else (int(d), wfd)
     return None
 
 

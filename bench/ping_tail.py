@@ -93,13 +93,25 @@ class Timeline:
 
 
 def _writes(other):
-    w = []
+    """(ns, bytes) of each write to the serial log: write() carries its
+    count; a writev() (QEMU's) is its entry paired with the thread's next
+    exit, whose return value is the count."""
+    w, entered = [], {}
     for ns, tid, ev, rest in other:
         if ev == "sys_write" or ev.startswith("sys_enter_write"):
             m = WRITE_COUNT.search(rest)
             if m:
                 w.append((ns, int(m.group(1), 0)))
-    return w
+        elif ev == "sys_writev":
+            if rest.startswith("fd:"):
+                entered[tid] = ns
+            elif tid in entered:
+                n = int(rest.split()[0], 16)
+                if n < 1 << 62:  # an error is a negative value printed as unsigned
+                    w.append((entered.pop(tid), n))
+                else:
+                    entered.pop(tid)
+    return sorted(w)
 
 
 def align(trace, writes):

@@ -316,7 +316,7 @@ class Recorder:
 
 # Tracepoints print "name: fields", system calls "sys_write(fd: 1, ...)".
 MONO_LINE = re.compile(r"^\s*.+?-(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+(?P<s>\d+)\.(?P<us>\d+): "
-                       r"(?P<event>\w+)(?:: |\()(?P<rest>.*)$")
+                       r"(?P<event>\w+)(?:: |\(| -> )(?P<rest>.*)$")
 SWITCH_PRIO = re.compile(r"prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) "
                          r"prev_state=(?P<ps>\S+) ==> next_comm=(?P<nc>.*?) next_pid=(?P<np>\d+) "
                          r"next_prio=(?P<npr>\d+)")

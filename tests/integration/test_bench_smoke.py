@@ -132,6 +132,9 @@ class BenchSmoke(unittest.TestCase):
                              {"ping": "foreground", "pong": "foreground",
                               "burst0": "background", "burst1": "background"})
             self.assertEqual({v["vcpusched"]["class"] for v in sett.values()}, {"foreground"})
+            for spec in ("kernel", "credit2@@class=background", "credit2"):
+                t = data["tail"][f"{spec}|burst"]  # lines timed from QEMU's writes
+                self.assertGreaterEqual(t["aligned"], t["n"] // 2, t)
             md = base[0][:-5] + ".md"
             with open(md) as f:
                 text = f.read()
@@ -215,7 +218,7 @@ class TailExplain(unittest.TestCase):
     def test_background_class_slice(self):
         """A background vCPU preempted after 1 ms while pong waits: under the
         background class its alpha slice ended; under plain Credit2, the
-        ratelimit did."""
+        ratelimit did. The line's printing time comes from QEMU's writev."""
         comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG"}
         lines = [
             sw(11.0, 1, 0, 120, "R", 100, 88, comms),
@@ -225,8 +228,20 @@ class TailExplain(unittest.TestCase):
             f"  x-50 [000] d..2. {12.4 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
             "prio=120 target_cpu=001\n",
             sw(12.5, 1, 201, 88, "S", 301, 88, comms),
-        ] + [f"  x-301 [001] ..... {(14 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
-             "count: 1)\n" for i in range(25)] + [sw(15.0, 1, 301, 88, "S", 0, 120, comms)]
+        ]
+        # QEMU's writev: the entry (fd-filtered), then the thread's exit with the count;
+        # an exit without a traced entry (another fd) and a failed writev count nothing.
+        lines.append(f"  x-301 [001] ..... {13.9 / 1000:.6f}: sys_writev -> 0x5\n")
+        for i in range(25):
+            t = (14 + i / 1000) / 1000
+            lines.append(f"  x-301 [001] ..... {t:.6f}: sys_writev(fd: 9, vec: 7ffc, vlen: 1)\n")
+            lines.append(f"  x-301 [001] ..... {t + 1e-7:.7f}: sys_writev -> 0x1\n")
+            if i == 0:
+                lines.append(f"  x-301 [001] ..... {t + 2e-7:.7f}: sys_writev(fd: 9, vec: 7ffc, "
+                             "vlen: 1)\n")
+                lines.append(f"  x-301 [001] ..... {t + 3e-7:.7f}: sys_writev -> "
+                             "0xfffffffffffffff5\n")
+        lines.append(sw(15.0, 1, 301, 88, "S", 0, 120, comms))
         ended = {}
         for bg in ({"class": "background"}, {}):
             with tempfile.TemporaryDirectory() as d:
@@ -239,8 +254,8 @@ class TailExplain(unittest.TestCase):
                          "offsets": [(5, 1000)], "rtts": [5.0],
                          "row": {"sched": "credit2", "pool": [], "pp": {}, "bg": bg}}
                 x = ping_tail.explain_run(trace)["samples"][5]
-            self.assertEqual((x["cause"], x["runner"], x["runner_ran_ms"]),
-                             ("pong vCPU waited", "hog0 vcpu", 1.0))
+            self.assertEqual((x["t"], x["cause"], x["runner"], x["runner_ran_ms"]),
+                             (14_002_000, "pong vCPU waited", "hog0 vcpu", 1.0))
             ended[bool(bg)] = x["ended"]
         self.assertEqual(ended, {True: "background class slice end", False: "ratelimit end"})
 
