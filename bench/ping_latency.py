@@ -578,7 +578,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Publication size: --reps 3 --count 1000 (3,000 RTTs "
-                                       "per cell, ~75 min on a 2-CPU host).")
+                                       "per cell, ~80 min on a 2-CPU host).")
     p.add_argument("--build", default=os.path.join(SRC, "build", "main"))
     p.add_argument("--mode", choices=("libvirt", "qemu"), default="libvirt",
                    help="guests as libvirt domains (default) or bare QEMU attached over QMP")

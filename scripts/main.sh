@@ -17,7 +17,7 @@
 # As root:
 #   ./scripts/main.sh                          the default size
 #   ./scripts/main.sh --reps 3 --count 1000    publication size (3,000 RTTs
-#                                              per cell, about 75 minutes)
+#                                              per cell, about 80 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
