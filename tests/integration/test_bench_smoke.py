@@ -147,8 +147,12 @@ class BenchSmoke(unittest.TestCase):
                                    r"ms\) \| burst \| [0-9.]+ ms = [0-9.]+× \| \*\*(met|missed)")
             self.assertRegex(text, r"\n\| burst \| [0-9.]+ / [0-9.]+ \| [0-9.]+ / [0-9.]+ \| "
                                    r"[0-9.]+ / [0-9.]+ \|\n")
-            table = [l for l in text.splitlines() if l.startswith("| burst | credit2 | ")]
-            self.assertEqual(len(table), 2, text)  # the RTT row and the tail row
+            sections = {sec.split("\n", 1)[0]: sec for sec in text.split("\n## ")}
+            for head in ("RTT per cell (ms)", "Why the tail is slow"):
+                for label in ("credit2", "credit2, bg class=background"):
+                    rows = [l for l in sections[head].splitlines()
+                            if l.startswith(f"| burst | {label} | ")]
+                    self.assertEqual(len(rows), 1, sections[head])
             pngs = sorted(glob.glob(base[0][:-5] + "-*.png"))
             self.assertEqual([p[len(base[0]) - 5:] for p in pngs],
                              ["-cdf-burst.png", "-summary.png"])

@@ -267,6 +267,29 @@ do_block(struct sim *s, struct sim_vcpu *v)
     pool_sleep(&s->pool, v->pv, s->now);
 }
 
+/*
+ * When deadline `due` (slot: a CPU's slice end, or CPUSET_MAX for the
+ * policy timer) really fires: `due` itself, or later by a lateness drawn
+ * once per deadline (xorshift64, so runs are reproducible).
+ */
+static uint64_t
+late_fire(struct sim *s, unsigned int slot, uint64_t due)
+{
+    if (s->late_max_ns == 0 || due == POLICY_NEVER)
+        return due;
+    if (s->late_what == (slot == CPUSET_MAX ? SIM_LATE_SLICES : SIM_LATE_TIMER))
+        return due;
+    if (s->late_due[slot] != due) {
+        uint64_t x = s->late_rng != 0 ? s->late_rng : 0x9e3779b97f4a7c15ULL;
+
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        s->late_rng = x;
+        s->late_due[slot] = due;
+        s->late_fire[slot] = due + x % (s->late_max_ns + 1);
+    }
+    return s->late_fire[slot];
+}
+
 /* Handle one event due now; false when none is left. */
 static bool
 step(struct sim *s)
@@ -288,12 +311,12 @@ step(struct sim *s)
             return true;
         }
     }
-    if (p->pol.timer <= s->now) {
+    if (late_fire(s, CPUSET_MAX, p->pol.timer) <= s->now) {
         pool_timer(p, s->now);
         return true;
     }
     for (unsigned int c = 0; c < p->nr_cpus; c++) {
-        if (p->cpu[c].until <= s->now || s->repick_at[c] <= s->now) {
+        if (late_fire(s, c, p->cpu[c].until) <= s->now || s->repick_at[c] <= s->now) {
             s->repick_at[c] = POLICY_NEVER;
             pool_pick(p, c, s->now);
             return true;
@@ -335,15 +358,18 @@ process(struct sim *s)
 }
 
 static uint64_t
-next_event(const struct sim *s, uint64_t end)
+next_event(struct sim *s, uint64_t end)
 {
     uint64_t t = end;
 
-    if (pool_next_deadline(&s->pool) < t)
-        t = pool_next_deadline(&s->pool);
-    for (unsigned int c = 0; c < s->pool.nr_cpus; c++)
+    if (late_fire(s, CPUSET_MAX, s->pool.pol.timer) < t)
+        t = late_fire(s, CPUSET_MAX, s->pool.pol.timer);
+    for (unsigned int c = 0; c < s->pool.nr_cpus; c++) {
+        if (late_fire(s, c, s->pool.cpu[c].until) < t)
+            t = late_fire(s, c, s->pool.cpu[c].until);
         if (s->repick_at[c] < t)
             t = s->repick_at[c];
+    }
     for (unsigned int i = 0; i < s->nr_vcpus; i++) {
         const struct sim_vcpu *v = s->vcpus[i];
 

@@ -87,6 +87,21 @@ struct sim {
     uint64_t now;
     uint64_t stats_start;
     uint64_t pick_delay_ns; /* tickle-to-pick latency of the modelled core */
+    /*
+     * Timer lateness: the policy timer and each slice end fire a
+     * pseudo-random 0..late_max_ns after their deadline (Xen's timer_slop,
+     * interrupt latency, an emulated CPU's late timers). 0 = exact.
+     * late_what limits it to the slice ends or to the policy timer.
+     */
+    uint64_t late_max_ns;
+    enum {
+        SIM_LATE_ALL,
+        SIM_LATE_SLICES,
+        SIM_LATE_TIMER
+    } late_what;
+    uint64_t late_rng;
+    uint64_t late_due[CPUSET_MAX + 1]; /* deadline seen: per CPU's slice, then the timer */
+    uint64_t late_fire[CPUSET_MAX + 1];
     uint64_t repick_at[CPUSET_MAX];
     struct sim_cpu cpu[CPUSET_MAX];
     struct sim_vcpu *vcpus[SIM_MAX_VCPUS];

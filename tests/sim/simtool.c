@@ -34,6 +34,8 @@ struct simtool {
     unsigned int policy_line; /* where pool parameters were given */
     unsigned int nr_cpus, smt, sockets;
     uint64_t pick_delay_ns;
+    uint64_t late_max_ns;
+    int late_what;
     bool started;
     struct sim sim;
     /* `at` commands, sorted by time then by file order. */
@@ -99,6 +101,8 @@ simtool_start(struct simtool *t, char *err)
         return -EINVAL;
     }
     t->sim.pick_delay_ns = t->pick_delay_ns;
+    t->sim.late_max_ns = t->late_max_ns;
+    t->sim.late_what = t->late_what;
     t->started = true;
     return 0;
 }
@@ -173,6 +177,31 @@ static int
 cmd_pick_delay(struct simtool *t, struct simtool_words *ws, char *err)
 {
     return simtool_duration(ws->w[1], &t->pick_delay_ns, err);
+}
+
+/* timer_late MAX [slices|timer]: which deadlines are late (default both). */
+static int
+cmd_timer_late(struct simtool *t, struct simtool_words *ws, char *err)
+{
+    static const char *const what[] = {"all", "slices", "timer"};
+
+    if (ws->n > 3) {
+        snprintf(err, SIMTOOL_ERRLEN, "usage: timer_late MAX_DURATION [all|slices|timer]");
+        return -EINVAL;
+    }
+    t->late_what = 0;
+    if (ws->n == 3) {
+        t->late_what = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(ws->w[2], what[i]) == 0)
+                t->late_what = i;
+        if (t->late_what < 0) {
+            snprintf(err, SIMTOOL_ERRLEN, "timer_late: %.40s is not all, slices or timer",
+                     ws->w[2]);
+            return -EINVAL;
+        }
+    }
+    return simtool_duration(ws->w[1], &t->late_max_ns, err);
 }
 
 /* --- domains and parameters ------------------------------------------------- */
@@ -624,6 +653,7 @@ static const struct simtool_cmd simtool_cmds[] = {
     {"policy", cmd_policy, true, "policy NAME [key=value ...]"},
     {"cpus", cmd_cpus, true, "cpus N [smt=S] [sockets=K]"},
     {"pick_delay", cmd_pick_delay, true, "pick_delay DURATION"},
+    {"timer_late", cmd_timer_late, true, "timer_late MAX_DURATION [all|slices|timer]"},
     {"dom", cmd_dom, false, "dom NAME [vcpus=N] [cpus=LIST] DEMAND [key=value ...]"},
     {"remove", cmd_remove, false, "remove DOM"},
     {"set", cmd_set, false, "set DOM|pool key=value ..."},
@@ -725,7 +755,7 @@ usage(FILE *f)
         fprintf(f, "  %s\n", c->usage);
     fprintf(f, "DEMAND: busy | idle | manual | duty run=D sleep=D [phase=D]\n"
                "        | periodic period=D run=D [phase=D]\n"
-               "Set-up commands (policy, cpus, pick_delay) come first; the default is\n"
+               "Set-up commands (policy, cpus, pick_delay, timer_late) come first; the default is\n"
                "'policy credit' on 'cpus 1'. 'at' times are absolute simulated times.\n"
                "expect metrics: share, lat_p50, lat_p99, lat_p999, lat_max, run_p50,\n"
                "run_max, runs, parks, stat:KEY (a policy counter), violations;\n"

@@ -75,7 +75,10 @@
  * tasklets or SMT power savings. The accounting runs on the pool timer,
  * not on a master CPU, and comes before the ticks due at the same instant.
  * As in Xen, stored credit is bounded at +-1 period, which blurs weights
- * with short tslices (768:256 gives 73:27 at tslice_ms=3).
+ * with short tslices (768:256 gives 73:27 at tslice_ms=3) and when slices
+ * end late (Xen 4.17 under TCG: bench/README.md). With exact timers the
+ * phase of passes, ticks and slice ends never drifts, and on 2 CPUs it
+ * decides the shares (tests/sim/scenarios/credit_smp512_*.sim).
  */
 #include <errno.h>
 #include <stdio.h>
