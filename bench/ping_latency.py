@@ -489,7 +489,11 @@ class Bench:
             self.host.daemon.stop()
         t1 = time.monotonic()
         for tr in traces:  # the VMs are gone: parsing disturbs nothing
-            res[tr["spec"]][bgname]["explained"].append(ping_tail.explain_run(tr))
+            x = ping_tail.explain_run(tr)
+            res[tr["spec"]][bgname]["explained"].append(x)
+            if x["aligned"] < x["n"]:
+                log(f"  {tr['spec']}: {x['aligned']} of {x['n']} lines timed ({x.get('writes')} "
+                    f"writes traced; the log grew {x.get('size_moved')} bytes as tracing began)")
         log(f"rep {rep + 1} bg={bgname}: traces explained in {time.monotonic() - t1:.0f} s")
         res["_blocks"].append({"rep": rep, "bg": bgname, "seconds": time.monotonic() - t0,
                                "attached_by_hook": self.hooked})

@@ -235,7 +235,8 @@ def explain_run(trace):
     keys = {v: t for t, v in tmap.items()}
     daemon = {t for t, v in tmap.items() if v[0] == "vcpuschedd"}
     tl = Timeline(sw, wk, list(tmap))
-    when = align(trace, _writes(other))
+    writes = _writes(other)
+    when = align(trace, writes)
     rtts = dict(zip((s for s, _ in trace["offsets"]), trace["rtts"]))
     if not rtts:
         return {"samples": {}, "aligned": 0, "n": 0}
@@ -275,7 +276,8 @@ def explain_run(trace):
                                     [t for t in (ping_v, pong_v) if t])
         samples[seq] = x
     return {"samples": samples, "aligned": len(when), "n": len(rtts),
-            "overrun": trace["overrun"]}
+            "overrun": trace["overrun"], "writes": len(writes),
+            "size_moved": trace["size1"] - trace["size0"]}
 
 
 def window_events(tl, tmap, comms, a, b, waiters):
