@@ -377,9 +377,11 @@ class Bench:
             time.sleep(0.02)
         trace = None
         if rec:
-            for _ in range(10):  # begin between two lines, so offsets are exact
+            for _ in range(20):  # begin between two lines, so offsets are exact
+                rec.stop()
+                rec.clear()  # before the sizes: clearing takes longer than a line
                 size0 = self.serial.size()
-                rec.start()
+                rec.start(clear=False)
                 size1 = self.serial.size()
                 if size0 == size1:
                     break

@@ -322,9 +322,9 @@ def analyse(res, a, rows):
                     if x.get("runner_boosted"):
                         why = "runner BOOST (woke " \
                               f"{x['runner_woke_ms_before']:.1f} ms before), {why}"
-                other = " (SCHED_OTHER)" if x.get("runner_prio", 0) >= 100 and (
-                    r.vcpusched or r.pp_vcpusched()) else ""
-                key = f"{x['cause']}: {x['runner']}{other} ran; {why}"
+                    other = " (SCHED_OTHER)" if x.get("runner_prio", 0) >= 100 and (
+                        r.vcpusched or r.pp_vcpusched()) else ""
+                    key = f"{x['cause']}: {x['runner']}{other} ran; {why}"
                 c = causes.setdefault(key, {"n": 0, "wait_ms": []})
                 c["n"] += 1
                 w = x.get("wait", [0, max(x["pong_wait_ms"], x["ping_wait_ms"], x["emu_wait_ms"])])

@@ -275,8 +275,13 @@ class Recorder:
             _write(self._p(f"events/{ev}/enable"), "1")
         self.events = list(events)
 
-    def start(self):
+    def clear(self):
+        """Empty the buffer (slow with large buffers: tens of ms)."""
         _write(self._p("trace"), "")
+
+    def start(self, clear=True):
+        if clear:
+            self.clear()
         _write(self._p("tracing_on"), "1")
 
     def stop(self):
