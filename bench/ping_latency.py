@@ -61,7 +61,7 @@ LOCK = "/run/lock/vcpusched-test.lock"
 BACKGROUNDS = ("none", "cpu", "net", "netmax", "burst")
 DEFAULT_ROWS = ("kernel", "kernel@@nice=19", "kernel@@sched=idle", "kernel@@shares=2",
                 "kernel@sched=fifo:1", "credit", "credit:tslice_ms=5", "credit@@cap=25",
-                "credit2", "rr")
+                "credit2", "credit2@@class=background", "rr")
 POLICY_COUNTERS = ("boosts", "parks", "resets", "steals")
 SEQ_LIMIT = 60000  # busybox ping's 16-bit sequence wraps at 65536
 RT_PATH = "/proc/sys/kernel/sched_rt_runtime_us"
@@ -326,7 +326,9 @@ class Bench:
             pol, prio, nice = thread_sched(g.vcpus()[0])
             s = {"sched": pol, "rt_prio": prio, "nice": nice}
             if g.name in doms:
-                s["vcpusched"] = {"policy": doms[g.name]["policy"], **doms[g.name]["params"]}
+                s["vcpusched"] = {"policy": doms[g.name]["policy"],
+                                  "class": param_of(doms[g.name], "class"),
+                                  **doms[g.name]["params"]}
             sh = self.host.shares(g)
             if sh is not None:
                 s["cpu_shares"] = sh
@@ -375,9 +377,11 @@ class Bench:
             time.sleep(0.02)
         trace = None
         if rec:
-            for _ in range(10):  # begin between two lines, so offsets are exact
+            for _ in range(20):  # begin between two lines, so offsets are exact
+                rec.stop()
+                rec.clear()  # before the sizes: clearing takes longer than a line
                 size0 = self.serial.size()
-                rec.start()
+                rec.start(clear=False)
                 size1 = self.serial.size()
                 if size0 == size1:
                     break
@@ -431,13 +435,14 @@ class Bench:
         if self.rec is not None:
             self.rec.close()
         ping = self.guests["ping"]
-        fd = serial_fd(ping)
+        w = serial_writer(ping)
         events = {"sched/sched_switch": None,
                   "sched/sched_wakeup": " || ".join(f"pid == {t}" for t in tids)}
-        if fd is not None:
-            events["syscalls/sys_enter_write"] = (
-                "(" + " || ".join(f"common_pid == {t}" for t in ping.vcpus() + ping.others())
-                + f") && fd == {fd}")
+        if w is not None:  # QEMU writes with writev (count in the exit), virtlogd with write
+            pids = "(" + " || ".join(f"common_pid == {t}" for t in _all_tids(w[0])) + ")"
+            events["syscalls/sys_enter_write"] = f"{pids} && fd == {w[1]}"
+            events["syscalls/sys_enter_writev"] = f"{pids} && fd == {w[1]}"
+            events["syscalls/sys_exit_writev"] = pids
         self.rec, self.rec_key = schedtrace.Recorder(events), key
         return self.rec
 
@@ -486,7 +491,11 @@ class Bench:
             self.host.daemon.stop()
         t1 = time.monotonic()
         for tr in traces:  # the VMs are gone: parsing disturbs nothing
-            res[tr["spec"]][bgname]["explained"].append(ping_tail.explain_run(tr))
+            x = ping_tail.explain_run(tr)
+            res[tr["spec"]][bgname]["explained"].append(x)
+            if x["aligned"] < x["n"]:
+                log(f"  {tr['spec']}: {x['aligned']} of {x['n']} lines timed ({x.get('writes')} "
+                    f"writes traced; the log grew {x.get('size_moved')} bytes as tracing began)")
         log(f"rep {rep + 1} bg={bgname}: traces explained in {time.monotonic() - t1:.0f} s")
         res["_blocks"].append({"rep": rep, "bg": bgname, "seconds": time.monotonic() - t0,
                                "attached_by_hook": self.hooked})
@@ -538,15 +547,36 @@ def _all_tids(pid):
         return []
 
 
-def serial_fd(g):
-    """The QEMU's file descriptor of the guest's serial log, or None."""
-    try:
-        for fd in os.listdir(f"/proc/{g.pid}/fd"):
+def _fds(pid):
+    """{fd: link target} of a process; {} once it is gone."""
+    out = {}
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
             with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{g.pid}/fd/{fd}") == g.serial:
-                    return int(fd)
-    except OSError:
-        pass
+                out[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+    return out
+
+
+def serial_writer(g):
+    """(pid, fd) whose writes put the ping guest's lines in its serial log,
+    or None. Bare QEMU writes the file itself; under libvirt QEMU writes a
+    pipe and virtlogd the file, so QEMU's end of the one pipe (besides its
+    stderr) it shares with the file's writer is taken: its writes are the
+    moments the guest printed, not when virtlogd got round to them."""
+    mine = _fds(g.pid)
+    fd = next((f for f, t in mine.items() if t == g.serial), None)
+    if fd is not None:
+        return g.pid, fd
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == g.pid:
+            continue
+        theirs = _fds(int(d))
+        wfd = next((f for f, t in theirs.items() if t == g.serial), None)
+        if wfd is None:
+            continue
+        pipes = set(t for t in theirs.values() if t.startswith("pipe:"))
+        shared = [f for f, t in mine.items() if f > 2 and t in pipes]
+        return (g.pid, shared[0]) if len(shared) == 1 else (int(d), wfd)
     return None
 
 
@@ -554,7 +584,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Publication size: --reps 3 --count 1000 (3,000 RTTs "
-                                       "per cell, ~75 min on a 2-CPU host).")
+                                       "per cell, ~80 min on a 2-CPU host).")
     p.add_argument("--build", default=os.path.join(SRC, "build", "main"))
     p.add_argument("--mode", choices=("libvirt", "qemu"), default="libvirt",
                    help="guests as libvirt domains (default) or bare QEMU attached over QMP")

@@ -7,6 +7,7 @@ comma-separated:
   credit:tslice_ms=5     vcpusched, pool policy credit with a 5 ms slice
   credit@@cap=25         vcpusched credit, cap=25 on each background VM
   credit2                vcpusched credit2, defaults
+  credit2@@class=background  ... background VMs in the background class
   kernel                 the stock kernel scheduler, no vcpusched
   kernel@@nice=19        ... background VMs' vCPU threads at nice 19
   kernel@@sched=idle     ... background vCPU threads SCHED_IDLE
@@ -14,8 +15,9 @@ comma-separated:
   kernel@sched=fifo:1    ... ping and pong vCPUs SCHED_FIFO 1 (libvirt <vcpusched>)
 
 vcpusched rows take the policy's pool and domain parameters (checked by the
-daemon); kernel rows take nice=-20..19, sched=other|batch|idle|fifo:P|rr:P
-and shares=2..262144."""
+daemon; `class` is one of them); a domain parameter a row does not give is
+set to its default, so nothing carries over from the row before. Kernel rows
+take nice=-20..19, sched=other|batch|idle|fifo:P|rr:P and shares=2..262144."""
 
 import argparse
 import re

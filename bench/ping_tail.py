@@ -93,13 +93,25 @@ class Timeline:
 
 
 def _writes(other):
-    w = []
+    """(ns, bytes) of each write to the serial log: write() carries its
+    count; a writev() (QEMU's) is its entry paired with the thread's next
+    exit, whose return value is the count."""
+    w, entered = [], {}
     for ns, tid, ev, rest in other:
         if ev == "sys_write" or ev.startswith("sys_enter_write"):
             m = WRITE_COUNT.search(rest)
             if m:
                 w.append((ns, int(m.group(1), 0)))
-    return w
+        elif ev == "sys_writev":
+            if rest.startswith("fd:"):
+                entered[tid] = ns
+            elif tid in entered:
+                n = int(rest.split()[0], 16)
+                if n < 1 << 62:  # an error is a negative value printed as unsigned
+                    w.append((entered.pop(tid), n))
+                else:
+                    entered.pop(tid)
+    return sorted(w)
 
 
 def align(trace, writes):
@@ -186,8 +198,13 @@ def decide(tl, row, tmap, comms, waiter, ws, we, daemon):
                   "rr": float(p.get("slice_us", 1000)) / 1000}.get(row["sched"])
         rl = float(p.get("ratelimit_us", 1000)) / 1000
         tick = tslice / 3 if row["sched"] == "credit" else None
+        # A background-class runner is held after its alpha slice (a ratelimit's length too).
+        held = row["bg"].get("class") == "background" and \
+            tmap.get(runner, ("",))[0] not in ("ping", "pong")
         if tslice and abs(L - tslice) <= max(0.5, 0.1 * tslice):
             out["ended"] = "slice end"
+        elif held and abs(L - float(p.get("bg_slice_us", 1000)) / 1000) <= 0.3:
+            out["ended"] = "background class slice end"
         elif abs(L - rl) <= 0.3:
             out["ended"] = "ratelimit end"
         elif tick and min(t_out % int(tick * MS), int(tick * MS) - t_out % int(tick * MS)) \
@@ -218,7 +235,8 @@ def explain_run(trace):
     keys = {v: t for t, v in tmap.items()}
     daemon = {t for t, v in tmap.items() if v[0] == "vcpuschedd"}
     tl = Timeline(sw, wk, list(tmap))
-    when = align(trace, _writes(other))
+    writes = _writes(other)
+    when = align(trace, writes)
     rtts = dict(zip((s for s, _ in trace["offsets"]), trace["rtts"]))
     if not rtts:
         return {"samples": {}, "aligned": 0, "n": 0}
@@ -258,7 +276,8 @@ def explain_run(trace):
                                     [t for t in (ping_v, pong_v) if t])
         samples[seq] = x
     return {"samples": samples, "aligned": len(when), "n": len(rtts),
-            "overrun": trace["overrun"]}
+            "overrun": trace["overrun"], "writes": len(writes),
+            "size_moved": trace["size1"] - trace["size0"]}
 
 
 def window_events(tl, tmap, comms, a, b, waiters):
@@ -303,9 +322,9 @@ def analyse(res, a, rows):
                     if x.get("runner_boosted"):
                         why = "runner BOOST (woke " \
                               f"{x['runner_woke_ms_before']:.1f} ms before), {why}"
-                other = " (SCHED_OTHER)" if x.get("runner_prio", 0) >= 100 and (
-                    r.vcpusched or r.pp_vcpusched()) else ""
-                key = f"{x['cause']}: {x['runner']}{other} ran; {why}"
+                    other = " (SCHED_OTHER)" if x.get("runner_prio", 0) >= 100 and (
+                        r.vcpusched or r.pp_vcpusched()) else ""
+                    key = f"{x['cause']}: {x['runner']}{other} ran; {why}"
                 c = causes.setdefault(key, {"n": 0, "wait_ms": []})
                 c["n"] += 1
                 w = x.get("wait", [0, max(x["pong_wait_ms"], x["ping_wait_ms"], x["emu_wait_ms"])])

@@ -275,8 +275,13 @@ class Recorder:
             _write(self._p(f"events/{ev}/enable"), "1")
         self.events = list(events)
 
-    def start(self):
+    def clear(self):
+        """Empty the buffer (slow with large buffers: tens of ms)."""
         _write(self._p("trace"), "")
+
+    def start(self, clear=True):
+        if clear:
+            self.clear()
         _write(self._p("tracing_on"), "1")
 
     def stop(self):
@@ -316,7 +321,7 @@ class Recorder:
 
 # Tracepoints print "name: fields", system calls "sys_write(fd: 1, ...)".
 MONO_LINE = re.compile(r"^\s*.+?-(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+(?P<s>\d+)\.(?P<us>\d+): "
-                       r"(?P<event>\w+)(?:: |\()(?P<rest>.*)$")
+                       r"(?P<event>\w+)(?:: |\(| -> )(?P<rest>.*)$")
 SWITCH_PRIO = re.compile(r"prev_comm=(?P<pc>.*?) prev_pid=(?P<pp>\d+) prev_prio=(?P<ppr>\d+) "
                          r"prev_state=(?P<ps>\S+) ==> next_comm=(?P<nc>.*?) next_pid=(?P<np>\d+) "
                          r"next_prio=(?P<npr>\d+)")

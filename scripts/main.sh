@@ -4,7 +4,8 @@
 # The README's main command: installs what is missing, builds vcpusched,
 # builds the tiny guest image, then runs the ping tail-latency comparison
 # between libvirt domains (vcpusched's Credit, Credit with a 5 ms slice or a
-# cap on the background, Credit2 and rr against the stock kernel scheduler
+# cap on the background, Credit2 alone and with the background VMs in the
+# background class, and rr against the stock kernel scheduler
 # and the operator's knobs: nice 19, SCHED_IDLE, cgroup weight, libvirt's
 # fifo <vcpusched>; under no, CPU-bound, network-bound and bursty
 # background VMs) and writes Markdown, JSON, plots and a Perfetto trace of
@@ -16,7 +17,7 @@
 # As root:
 #   ./scripts/main.sh                          the default size
 #   ./scripts/main.sh --reps 3 --count 1000    publication size (3,000 RTTs
-#                                              per cell, about 75 minutes)
+#                                              per cell, about 80 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
