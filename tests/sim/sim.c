@@ -163,7 +163,9 @@ switch_run(struct sim *s, unsigned int cpu, struct sim_vcpu *want)
     timeline_add(s, cpu, old ? vcpu_index(s, old) : -1, c->since, s->now);
     if (old != NULL) {
         samples_add(&old->lengths, s->now - old->run_start);
-        old->running_on = -1;
+        /* It may have started on a lower-numbered CPU already (a move). */
+        if (old->running_on == (int)cpu)
+            old->running_on = -1;
     }
     if (want != NULL) {
         want->running_on = (int)cpu;
@@ -598,8 +600,9 @@ sim_vcpu_unplug(struct sim *s, struct sim_vcpu *v)
 
     if (v->pv->dom->nr_vcpus <= 1)
         return -EBUSY;
-    if (v->running_on >= 0)
-        switch_run(s, (unsigned int)v->running_on, NULL);
+    for (unsigned int c = 0; c < s->pool.nr_cpus; c++)
+        if (s->cpu[c].running == v)
+            switch_run(s, c, NULL);
     r = pool_vcpu_remove(&s->pool, v->pv, s->now);
     if (r < 0)
         return r;
