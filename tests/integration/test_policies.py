@@ -173,7 +173,9 @@ class PolicyTest(vstest.DaemonTestCase):
 
     def test_credit2_list_json_shows_vcpu_state(self):
         d = self.daemon("credit2")
-        hog, io = self.spawn(), self.spawn("sleeper", period_ms=5)
+        # Sleeps 20 ms between bursts: runnable a few % of the time even
+        # where each wake waits out the 1 ms ratelimit and a burst is slow.
+        hog, io = self.spawn(), self.spawn("sleeper", period_ms=20)
         self.attach(d, "hog", hog, "cap=50")
         self.attach(d, "io", io)
         time.sleep(2.5)  # load decays over ~1 s from the 50 % a new vCPU starts at
