@@ -17,7 +17,8 @@
  *
  * Run time charged to the policy is what the kernel reports (switch
  * events, or schedstat in the /proc fallback), including time a LOW
- * thread ran because the elected one was blocked.
+ * thread ran because the elected one was blocked; an open run is charged
+ * as it goes, against the kernel's total (runacct.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -93,25 +94,31 @@ account_running(struct sched_pool *sp, uint64_t now)
 {
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         struct sched_thread *th = sp->cpus[i].running;
+        uint64_t d = th != NULL ? runacct_now(&th->acct, now) : 0;
 
-        if (th != NULL && now > th->acct_from) {
-            pool_account(&sp->pool, th->pv, now - th->acct_from);
-            th->seg_accounted += now - th->acct_from;
-            th->acct_from = now;
-        }
+        if (d > 0)
+            pool_account(&sp->pool, th->pv, d);
     }
 }
 
-/* A run ended after ran_ns: charge what account_running has not. */
+/* The kernel reports ran_ns more run time of th (closes: its run ended). */
 static void
-account_stop(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns)
+account_report(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns, bool closes)
 {
-    if (ran_ns > th->seg_accounted)
-        pool_account(&sp->pool, th->pv, ran_ns - th->seg_accounted);
+    uint64_t over, d = runacct_report(&th->acct, ran_ns, closes, &over);
+
+    if (d > 0)
+        pool_account(&sp->pool, th->pv, d);
+    sp->st.charge_overshoot_ns += over;
+}
+
+/* th is off its CPU (its run ended, or is no longer followed). */
+static void
+off_cpu(struct sched_pool *sp, struct sched_thread *th)
+{
     if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
         sp->cpus[th->on_cpu].running = NULL;
     th->on_cpu = -1;
-    th->seg_accounted = 0;
 }
 
 static int
@@ -149,26 +156,26 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
         }
         break;
     case EVENTS_RUN:
-        if (th->on_cpu >= 0)
-            account_stop(sp, th, 0);
+        off_cpu(sp, th);
         th->on_cpu = pool_cpu_of(sp, r->cpu);
-        th->acct_from = r->ts_ns;
-        th->seg_accounted = 0;
+        runacct_run(&th->acct, r->ts_ns);
         th->switches++;
         if (th->on_cpu >= 0)
             sp->cpus[th->on_cpu].running = th;
         break;
     case EVENTS_STOP:
-        account_stop(sp, th, r->ran_ns);
+        off_cpu(sp, th);
+        account_report(sp, th, r->ran_ns, true);
         if (r->blocked && !frozen && !th->gone)
             pool_sleep(&sp->pool, th->pv, now);
         break;
     case EVENTS_EXIT:
-        account_stop(sp, th, r->ran_ns);
+        off_cpu(sp, th);
+        account_report(sp, th, r->ran_ns, true);
         dispatch_thread_gone(sp, th, now);
         break;
     case EVENTS_CHARGE:
-        pool_account(&sp->pool, th->pv, r->ran_ns);
+        account_report(sp, th, r->ran_ns, false);
         break;
     default:
         break;
@@ -351,16 +358,15 @@ dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
     }
     th->on_cpu = -1;
     th->mid_on = -1;
+    runacct_forget(&th->acct);
 }
 
 void
 dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th)
 {
     VS_ASSERT(sched_pool_held(sp));
-    if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
-        sp->cpus[th->on_cpu].running = NULL;
-    th->on_cpu = -1;
-    th->seg_accounted = 0;
+    off_cpu(sp, th);
+    runacct_forget(&th->acct);
 }
 
 void
