@@ -116,23 +116,31 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, f"weight not 512 within {APPLY_S} s: {dom}")
         print(f"# metadata change applied in {t:.3f} s", flush=True)
 
-    @rigtest.known_bug("the daemon charges QEMU's vCPU threads up to 4x the CPU time the "
-                       "kernel says they ran (seen in the rig only; cause not found yet)")
     def test_c_charged_time_is_what_the_kernel_says(self):
         # Over 10 s of the guest booting, what the daemon charged each vCPU
-        # is what the kernel says it ran (within 10 %).
+        # is what the kernel says it ran (within 10 %). Records reach the
+        # pool late in a 3-CPU pool under TCG: charged per interval, an open
+        # run was charged past its end again at each switch (up to 125x).
         def both():
             return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"])) for v in domain()["vcpus"]}
 
-        before = both()
+        def overshoot():
+            pool = next(p for p in ctl_json("stats")["pools"] if p["name"] == "main")
+            return pool["charge_overshoot_ns"]
+
+        over0, before = overshoot(), both()
         time.sleep(10)
-        after = both()
+        after, over1 = both(), overshoot()
+        print(f"# provisional charges the kernel did not confirm, owed back: "
+              f"{(over1 - over0) / 1e9:.3f} s", flush=True)
+        res = {}
         for tid, (charged, kernel) in after.items():
-            charged -= before[tid][0]
-            kernel -= before[tid][1]
-            print(f"# vCPU thread {tid}, 10 s: charged {charged / 1e9:.3f} s, "
-                  f"the kernel says {kernel / 1e9:.3f} s", flush=True)
+            res[tid] = (charged - before[tid][0], kernel - before[tid][1])
+            print(f"# vCPU thread {tid}, 10 s: charged {res[tid][0] / 1e9:.3f} s, "
+                  f"the kernel says {res[tid][1] / 1e9:.3f} s", flush=True)
+        for tid, (charged, kernel) in res.items():
             self.assertLessEqual(charged, kernel * 1.1 + 10_000_000, f"thread {tid}")
+            self.assertGreaterEqual(charged, kernel * 0.9 - 10_000_000, f"thread {tid}")
 
     def test_d_cap_parks_through_cgroup_freeze(self):
         _, tids = status_vcpus()
