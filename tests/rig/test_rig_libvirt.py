@@ -124,15 +124,17 @@ class LibvirtTest(unittest.TestCase):
         def both():
             return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"])) for v in domain()["vcpus"]}
 
-        def overshoot():
-            pool = next(p for p in ctl_json("stats")["pools"] if p["name"] == "main")
-            return pool["charge_overshoot_ns"]
+        def counters():
+            st = ctl_json("stats")
+            pool = next(p for p in st["pools"] if p["name"] == "main")
+            return {k: pool[k] for k in ("charge_overshoot_ns", "charge_overshoot_max_ns",
+                                         "charge_stale_runs")} | {
+                k: st["event_source"][k] for k in ("records", "inferred", "lost")}
 
-        over0, before = overshoot(), both()
+        c0, before = counters(), both()
         time.sleep(10)
-        after, over1 = both(), overshoot()
-        print(f"# provisional charges the kernel did not confirm, owed back: "
-              f"{(over1 - over0) / 1e9:.3f} s", flush=True)
+        after, c1 = both(), counters()
+        print("# over the 10 s: " + ", ".join(f"{k} {c1[k] - c0[k]}" for k in c0), flush=True)
         res = {}
         for tid, (charged, kernel) in after.items():
             res[tid] = (charged - before[tid][0], kernel - before[tid][1])

@@ -110,6 +110,8 @@ account_report(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns, 
     if (d > 0)
         pool_account(&sp->pool, th->pv, d);
     sp->st.charge_overshoot_ns += over;
+    if (over > sp->st.charge_overshoot_max_ns)
+        sp->st.charge_overshoot_max_ns = over;
 }
 
 /* th is off its CPU (its run ended, or is no longer followed). */
@@ -240,7 +242,7 @@ drain_one(void *arg, const struct events_rec *r)
 /*
  * Drain the event ring (one dispatcher at a time; the others carry on:
  * whoever holds it delivers their events and kicks them). Returns the
- * number of records.
+ * number of records, or -EAGAIN if another dispatcher was draining.
  */
 static int
 drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
@@ -249,7 +251,7 @@ drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
     int n;
 
     if (pthread_mutex_trylock(&s->ev_lock) != 0)
-        return 0;
+        return -EAGAIN;
     n = events_poll(s->ev, now, drain_one, &c);
     pthread_mutex_unlock(&s->ev_lock);
     for (unsigned int k = 0; k < c.nr; k++) {
@@ -449,16 +451,21 @@ switch_seen(const struct sched_pool *sp, const struct sched_cpu *c, uint64_t now
  * One decision pass for CPU c at `now` (pool lock held): charge, run the
  * pool timer (CPU 0 of the pool owns it), re-pick if due or tickled,
  * actuate. Returns the next deadline of this CPU; *kick gets the other
- * CPUs to wake.
+ * CPUs to wake. Open runs are charged only by a pass that drained the
+ * ring (`drained`): while another dispatcher drains, the runs this pool
+ * believes open may have ended long ago (its records wait in that drain,
+ * slow when the host takes that dispatcher's CPU).
  */
 static uint64_t
-cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, struct cpuset *kick)
+cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, bool drained,
+         struct cpuset *kick)
 {
     uint64_t next;
 
     VS_ASSERT(sched_pool_held(sp));
     sp->st.decisions++;
-    account_running(sp, now);
+    if (drained)
+        account_running(sp, now);
     if (c->index == 0)
         pool_timer(&sp->pool, now);
     if (cpuset_has(pool_need_pick(&sp->pool), c->index) ||
@@ -556,15 +563,16 @@ shared_main(void *arg)
     while (!atomic_load(&sp->stop)) {
         struct cpuset kick;
         uint64_t next;
+        bool drained;
         int n = epoll_wait(ep, ev, 4, -1);
 
         for (int i = 0; i < n; i++)
             if (ev[i].data.fd == c->kick_fd || ev[i].data.fd == c->timer_fd)
                 (void)!read(ev[i].data.fd, &buf, sizeof(buf));
-        drain_events(sp->s, sched_now(), c);
+        drained = drain_events(sp->s, sched_now(), c) >= 0;
         pthread_mutex_lock(&sp->lock);
         sched_pool_locked_by_me(sp, true);
-        next = cpu_step(sp, c, sched_now(), &kick);
+        next = cpu_step(sp, c, sched_now(), drained, &kick);
         sched_pool_locked_by_me(sp, false);
         pthread_mutex_unlock(&sp->lock);
         dispatch_kick(sp, &kick);
@@ -594,7 +602,7 @@ dedicated_step(struct sched_pool *sp, uint64_t now)
     sched_pool_locked_by_me(sp, true);
     atomic_store(&sp->poke, false);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
-        uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
+        uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), true, &kick);
 
         if (t < next)
             next = t;

@@ -84,11 +84,13 @@ struct sched_pool_stats {
     uint64_t syscalls;
     uint64_t act_errors;
     uint64_t events;
-    uint64_t decisions;              /* dispatcher passes */
-    uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
-    uint64_t lat_sum_ns;             /* of every latency in lat[] (a histogram's _sum) */
-    uint64_t charge_overshoot_ns;    /* open runs charged beyond what the kernel then
-                                        reported: owed back (runacct.h) */
+    uint64_t decisions;               /* dispatcher passes */
+    uint64_t lat[SCHED_LAT_BUCKETS];  /* wake -> elevated to MID */
+    uint64_t lat_sum_ns;              /* of every latency in lat[] (a histogram's _sum) */
+    uint64_t charge_overshoot_ns;     /* open runs charged beyond what the kernel then
+                                         reported: owed back (runacct.h) */
+    uint64_t charge_overshoot_max_ns; /* the largest of those, one run */
+    uint64_t charge_stale_runs; /* open runs housekeeping found off the CPU (sched_wake_missed) */
     uint64_t created_ns;
 };
 
