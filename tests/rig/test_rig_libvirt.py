@@ -124,8 +124,12 @@ class LibvirtTest(unittest.TestCase):
         def both():
             return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"])) for v in domain()["vcpus"]}
 
-        def counters():
-            st = ctl_json("stats")
+        def counters():  # what the printout explains the figures with
+            try:
+                st = ctl_json("stats")
+            except RuntimeError as e:  # the control thread may starve (known bug below)
+                print(f"# no stats: {e}", flush=True)
+                return None
             pool = next(p for p in st["pools"] if p["name"] == "main")
             return {k: pool[k] for k in ("charge_overshoot_ns", "charge_overshoot_max_ns",
                                          "charge_stale_runs")} | {
@@ -134,7 +138,8 @@ class LibvirtTest(unittest.TestCase):
         c0, before = counters(), both()
         time.sleep(10)
         after, c1 = both(), counters()
-        print("# over the 10 s: " + ", ".join(f"{k} {c1[k] - c0[k]}" for k in c0), flush=True)
+        if c0 and c1:
+            print("# over the 10 s: " + ", ".join(f"{k} +{c1[k] - c0[k]}" for k in c0), flush=True)
         res = {}
         for tid, (charged, kernel) in after.items():
             res[tid] = (charged - before[tid][0], kernel - before[tid][1])
