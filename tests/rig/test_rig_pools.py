@@ -245,19 +245,20 @@ class PoolTest(unittest.TestCase):
               f"max {took[-1]:.3f} s", flush=True)
         self.assertLess(took[-1], 2.0, "a request took over 2 s")
 
-    def test_charged_time_is_what_ran_on_three_cpus(self):
+    def test_charged_time_is_what_ran_on_two_cpus(self):
         # Threads that run ~1 ms and block 0.1 ms (as a TCG vCPU thread on
-        # QEMU's big lock) beside a hog, on 3 CPUs: each dispatcher charges
-        # the open runs while another drains their records. What the pool
-        # charged each thread is what the kernel says it ran.
-        d = self.daemon("1-3", "credit")
-        ps = [Spinner("sleep:1100:1000") for _ in range(3)] + [Spinner("busy")]
+        # QEMU's big lock) beside a hog, on 2 CPUs: each dispatcher charges
+        # the open runs while the other drains their records. What the pool
+        # charged each thread is what the kernel says it ran. (Long control
+        # timeouts: the control thread starves behind busy dispatchers.)
+        d = self.daemon("2-3", "credit")
+        ps = [Spinner("sleep:1100:1000") for _ in range(2)] + [Spinner("busy")]
         self.procs.extend(ps)
         for i, p in enumerate(ps):
-            d.ctl("--timeout", "5000", "attach", f"c{i}", "--pid", str(p.pid))
+            d.ctl("--timeout", "30000", "attach", f"c{i}", "--pid", str(p.pid))
 
         def both():
-            doms = d.json("list")["domains"]
+            doms = d.json("--timeout", "30000", "list")["domains"]
             return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"]))
                     for dom in doms for v in dom["vcpus"]}
 
@@ -265,7 +266,7 @@ class PoolTest(unittest.TestCase):
         before = both()
         time.sleep(WINDOW_S)
         after = both()
-        pool = d.json("stats")["pools"][0]
+        pool = d.json("--timeout", "30000", "stats")["pools"][0]
         print("# pool: " + ", ".join(f"{k} {pool.get(k)}" for k in (
             "events", "decisions", "charge_overshoot_ns", "charge_overshoot_max_ns",
             "charge_stale_runs")), flush=True)
