@@ -3,8 +3,9 @@
 CPUs in 2 NUMA nodes: 0-1 and 2-3; CPU 0 housekeeping): Credit's work
 stealing and weights across CPUs, Credit2's per-node runqueues from
 libnuma, two pools with different policies side by side, pools created,
-switched and destroyed under load, and the dedicated pattern with its
-dispatcher on a CPU of its own. Each test runs a private daemon of the
+switched and destroyed under load, what threads that switch often are
+charged on two CPUs, and the dedicated pattern with its dispatcher on a
+CPU of its own. Each test runs a private daemon of the
 build (vstest.Daemon); the installed service is stopped first, so that
 no two daemons manage a CPU.
 
