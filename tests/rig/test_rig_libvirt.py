@@ -116,23 +116,38 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, f"weight not 512 within {APPLY_S} s: {dom}")
         print(f"# metadata change applied in {t:.3f} s", flush=True)
 
-    @rigtest.known_bug("the daemon charges QEMU's vCPU threads up to 4x the CPU time the "
-                       "kernel says they ran (seen in the rig only; cause not found yet)")
     def test_c_charged_time_is_what_the_kernel_says(self):
         # Over 10 s of the guest booting, what the daemon charged each vCPU
-        # is what the kernel says it ran (within 10 %).
+        # is what the kernel says it ran (within 10 %). Records reach the
+        # pool late in a 3-CPU pool under TCG: charged per interval, an open
+        # run was charged past its end again at each switch (up to 125x).
         def both():
             return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"])) for v in domain()["vcpus"]}
 
-        before = both()
+        def counters():  # what the printout explains the figures with
+            try:
+                st = ctl_json("stats")
+            except RuntimeError as e:  # the control thread may starve (known bug below)
+                print(f"# no stats: {e}", flush=True)
+                return None
+            pool = next(p for p in st["pools"] if p["name"] == "main")
+            return {k: pool[k] for k in ("charge_overshoot_ns", "charge_overshoot_max_ns",
+                                         "charge_stale_runs")} | {
+                k: st["event_source"][k] for k in ("records", "inferred", "lost")}
+
+        c0, before = counters(), both()
         time.sleep(10)
-        after = both()
+        after, c1 = both(), counters()
+        if c0 and c1:
+            print("# over the 10 s: " + ", ".join(f"{k} +{c1[k] - c0[k]}" for k in c0), flush=True)
+        res = {}
         for tid, (charged, kernel) in after.items():
-            charged -= before[tid][0]
-            kernel -= before[tid][1]
-            print(f"# vCPU thread {tid}, 10 s: charged {charged / 1e9:.3f} s, "
-                  f"the kernel says {kernel / 1e9:.3f} s", flush=True)
+            res[tid] = (charged - before[tid][0], kernel - before[tid][1])
+            print(f"# vCPU thread {tid}, 10 s: charged {res[tid][0] / 1e9:.3f} s, "
+                  f"the kernel says {res[tid][1] / 1e9:.3f} s", flush=True)
+        for tid, (charged, kernel) in res.items():
             self.assertLessEqual(charged, kernel * 1.1 + 10_000_000, f"thread {tid}")
+            self.assertGreaterEqual(charged, kernel * 0.9 - 10_000_000, f"thread {tid}")
 
     def test_d_cap_parks_through_cgroup_freeze(self):
         _, tids = status_vcpus()

@@ -3,8 +3,9 @@
 CPUs in 2 NUMA nodes: 0-1 and 2-3; CPU 0 housekeeping): Credit's work
 stealing and weights across CPUs, Credit2's per-node runqueues from
 libnuma, two pools with different policies side by side, pools created,
-switched and destroyed under load, and the dedicated pattern with its
-dispatcher on a CPU of its own. Each test runs a private daemon of the
+switched and destroyed under load, what threads that switch often are
+charged on two CPUs, and the dedicated pattern with its dispatcher on a
+CPU of its own. Each test runs a private daemon of the
 build (vstest.Daemon); the installed service is stopped first, so that
 no two daemons manage a CPU.
 
@@ -244,6 +245,39 @@ class PoolTest(unittest.TestCase):
         print(f"# 6 attaches and 10 lists: p50 {took[len(took) // 2]:.3f} s, "
               f"max {took[-1]:.3f} s", flush=True)
         self.assertLess(took[-1], 2.0, "a request took over 2 s")
+
+    def test_charged_time_is_what_ran_on_two_cpus(self):
+        # Threads that run ~1 ms and block 0.1 ms (as a TCG vCPU thread on
+        # QEMU's big lock) beside a hog, on 2 CPUs: each dispatcher charges
+        # the open runs while the other drains their records. What the pool
+        # charged each thread is what the kernel says it ran. (Long control
+        # timeouts: the control thread starves behind busy dispatchers.)
+        d = self.daemon("2-3", "credit")
+        ps = [Spinner("sleep:1100:1000") for _ in range(2)] + [Spinner("busy")]
+        self.procs.extend(ps)
+        for i, p in enumerate(ps):
+            d.ctl("--timeout", "30000", "attach", f"c{i}", "--pid", str(p.pid))
+
+        def both():
+            doms = d.json("--timeout", "30000", "list")["domains"]
+            return {v["tid"]: (v["run_ns"], vstest.run_ns(v["tid"]))
+                    for dom in doms for v in dom["vcpus"]}
+
+        time.sleep(1.0)
+        before = both()
+        time.sleep(WINDOW_S)
+        after = both()
+        pool = d.json("--timeout", "30000", "stats")["pools"][0]
+        print("# pool: " + ", ".join(f"{k} {pool.get(k)}" for k in (
+            "events", "decisions", "charge_overshoot_ns", "charge_overshoot_max_ns",
+            "charge_stale_runs")), flush=True)
+        res = {t: (after[t][0] - before[t][0], after[t][1] - before[t][1]) for t in after}
+        for t, (charged, kernel) in res.items():
+            print(f"# thread {t}, {WINDOW_S:.0f} s: charged {charged / 1e9:.3f} s, "
+                  f"the kernel says {kernel / 1e9:.3f} s", flush=True)
+        for t, (charged, kernel) in res.items():
+            self.assertLessEqual(charged, kernel * 1.1 + 10_000_000, f"thread {t}")
+            self.assertGreaterEqual(charged, kernel * 0.9 - 10_000_000, f"thread {t}")
 
     # --- the dedicated pattern ------------------------------------------------
 

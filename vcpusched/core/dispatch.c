@@ -17,7 +17,8 @@
  *
  * Run time charged to the policy is what the kernel reports (switch
  * events, or schedstat in the /proc fallback), including time a LOW
- * thread ran because the elected one was blocked.
+ * thread ran because the elected one was blocked; an open run is charged
+ * as it goes, against the kernel's total (runacct.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -93,25 +94,33 @@ account_running(struct sched_pool *sp, uint64_t now)
 {
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         struct sched_thread *th = sp->cpus[i].running;
+        uint64_t d = th != NULL ? runacct_now(&th->acct, now) : 0;
 
-        if (th != NULL && now > th->acct_from) {
-            pool_account(&sp->pool, th->pv, now - th->acct_from);
-            th->seg_accounted += now - th->acct_from;
-            th->acct_from = now;
-        }
+        if (d > 0)
+            pool_account(&sp->pool, th->pv, d);
     }
 }
 
-/* A run ended after ran_ns: charge what account_running has not. */
+/* The kernel reports ran_ns more run time of th (closes: its run ended). */
 static void
-account_stop(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns)
+account_report(struct sched_pool *sp, struct sched_thread *th, uint64_t ran_ns, bool closes)
 {
-    if (ran_ns > th->seg_accounted)
-        pool_account(&sp->pool, th->pv, ran_ns - th->seg_accounted);
+    uint64_t over, d = runacct_report(&th->acct, ran_ns, closes, &over);
+
+    if (d > 0)
+        pool_account(&sp->pool, th->pv, d);
+    sp->st.charge_overshoot_ns += over;
+    if (over > sp->st.charge_overshoot_max_ns)
+        sp->st.charge_overshoot_max_ns = over;
+}
+
+/* th is off its CPU (its run ended, or is no longer followed). */
+static void
+off_cpu(struct sched_pool *sp, struct sched_thread *th)
+{
     if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
         sp->cpus[th->on_cpu].running = NULL;
     th->on_cpu = -1;
-    th->seg_accounted = 0;
 }
 
 static int
@@ -149,26 +158,26 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
         }
         break;
     case EVENTS_RUN:
-        if (th->on_cpu >= 0)
-            account_stop(sp, th, 0);
+        off_cpu(sp, th);
         th->on_cpu = pool_cpu_of(sp, r->cpu);
-        th->acct_from = r->ts_ns;
-        th->seg_accounted = 0;
+        runacct_run(&th->acct, r->ts_ns);
         th->switches++;
         if (th->on_cpu >= 0)
             sp->cpus[th->on_cpu].running = th;
         break;
     case EVENTS_STOP:
-        account_stop(sp, th, r->ran_ns);
+        off_cpu(sp, th);
+        account_report(sp, th, r->ran_ns, true);
         if (r->blocked && !frozen && !th->gone)
             pool_sleep(&sp->pool, th->pv, now);
         break;
     case EVENTS_EXIT:
-        account_stop(sp, th, r->ran_ns);
+        off_cpu(sp, th);
+        account_report(sp, th, r->ran_ns, true);
         dispatch_thread_gone(sp, th, now);
         break;
     case EVENTS_CHARGE:
-        pool_account(&sp->pool, th->pv, r->ran_ns);
+        account_report(sp, th, r->ran_ns, false);
         break;
     default:
         break;
@@ -233,7 +242,7 @@ drain_one(void *arg, const struct events_rec *r)
 /*
  * Drain the event ring (one dispatcher at a time; the others carry on:
  * whoever holds it delivers their events and kicks them). Returns the
- * number of records.
+ * number of records, or -EAGAIN if another dispatcher was draining.
  */
 static int
 drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
@@ -242,7 +251,7 @@ drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
     int n;
 
     if (pthread_mutex_trylock(&s->ev_lock) != 0)
-        return 0;
+        return -EAGAIN;
     n = events_poll(s->ev, now, drain_one, &c);
     pthread_mutex_unlock(&s->ev_lock);
     for (unsigned int k = 0; k < c.nr; k++) {
@@ -351,16 +360,15 @@ dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
     }
     th->on_cpu = -1;
     th->mid_on = -1;
+    runacct_forget(&th->acct);
 }
 
 void
 dispatch_forget_running(struct sched_pool *sp, struct sched_thread *th)
 {
     VS_ASSERT(sched_pool_held(sp));
-    if (th->on_cpu >= 0 && sp->cpus[th->on_cpu].running == th)
-        sp->cpus[th->on_cpu].running = NULL;
-    th->on_cpu = -1;
-    th->seg_accounted = 0;
+    off_cpu(sp, th);
+    runacct_forget(&th->acct);
 }
 
 void
@@ -443,16 +451,21 @@ switch_seen(const struct sched_pool *sp, const struct sched_cpu *c, uint64_t now
  * One decision pass for CPU c at `now` (pool lock held): charge, run the
  * pool timer (CPU 0 of the pool owns it), re-pick if due or tickled,
  * actuate. Returns the next deadline of this CPU; *kick gets the other
- * CPUs to wake.
+ * CPUs to wake. Open runs are charged only by a pass that drained the
+ * ring (`drained`): while another dispatcher drains, the runs this pool
+ * believes open may have ended long ago (its records wait in that drain,
+ * slow when the host takes that dispatcher's CPU).
  */
 static uint64_t
-cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, struct cpuset *kick)
+cpu_step(struct sched_pool *sp, struct sched_cpu *c, uint64_t now, bool drained,
+         struct cpuset *kick)
 {
     uint64_t next;
 
     VS_ASSERT(sched_pool_held(sp));
     sp->st.decisions++;
-    account_running(sp, now);
+    if (drained)
+        account_running(sp, now);
     if (c->index == 0)
         pool_timer(&sp->pool, now);
     if (cpuset_has(pool_need_pick(&sp->pool), c->index) ||
@@ -550,15 +563,16 @@ shared_main(void *arg)
     while (!atomic_load(&sp->stop)) {
         struct cpuset kick;
         uint64_t next;
+        bool drained;
         int n = epoll_wait(ep, ev, 4, -1);
 
         for (int i = 0; i < n; i++)
             if (ev[i].data.fd == c->kick_fd || ev[i].data.fd == c->timer_fd)
                 (void)!read(ev[i].data.fd, &buf, sizeof(buf));
-        drain_events(sp->s, sched_now(), c);
+        drained = drain_events(sp->s, sched_now(), c) >= 0;
         pthread_mutex_lock(&sp->lock);
         sched_pool_locked_by_me(sp, true);
-        next = cpu_step(sp, c, sched_now(), &kick);
+        next = cpu_step(sp, c, sched_now(), drained, &kick);
         sched_pool_locked_by_me(sp, false);
         pthread_mutex_unlock(&sp->lock);
         dispatch_kick(sp, &kick);
@@ -588,7 +602,7 @@ dedicated_step(struct sched_pool *sp, uint64_t now)
     sched_pool_locked_by_me(sp, true);
     atomic_store(&sp->poke, false);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
-        uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), &kick);
+        uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), true, &kick);
 
         if (t < next)
             next = t;

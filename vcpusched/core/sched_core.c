@@ -650,8 +650,15 @@ sched_wake_missed(struct sched *s)
             struct sched_thread *th = d->threads[i];
             char state;
 
-            if (th->gone || th->act->frozen || th->pv->runnable ||
-                act_read_stat(d->pid, th->act->tid, &state, NULL) < 0 || state != 'R')
+            if (th->gone || th->act->frozen || (th->pv->runnable && th->on_cpu < 0) ||
+                act_read_stat(d->pid, th->act->tid, &state, NULL) < 0)
+                continue;
+            if (th->on_cpu >= 0 && state != 'R') {
+                /* Its switch-out is late or unreported: stop charging the run. */
+                dispatch_forget_running(d->sp, th);
+                d->sp->st.charge_stale_runs++;
+            }
+            if (th->pv->runnable || state != 'R')
                 continue;
             pool_wake(&d->sp->pool, th->pv, sched_now());
             n++;

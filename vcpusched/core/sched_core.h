@@ -136,7 +136,9 @@ int sched_resync(struct sched *s);
  * whose wake went unreported stays runnable at LOW, unseen, and never runs
  * while an elected thread that does not block holds its CPU. Called every
  * housekeeping tick: each thread the pool believes blocked is looked up in
- * /proc, and one found runnable is woken. Returns how many.
+ * /proc, and one found runnable is woken. Returns how many. A thread the
+ * pool believes on a CPU but /proc finds blocked (its switch-out late or
+ * unreported) stops being charged for that run (charge_stale_runs).
  */
 int sched_wake_missed(struct sched *s);
 

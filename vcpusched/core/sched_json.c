@@ -207,6 +207,12 @@ pool_json(struct sched_pool *sp)
     json_object_object_add(o, "wakes", json_object_new_int64((int64_t)sp->pool.stats.wakes));
     json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)sp->pool.stats.sleeps));
     json_object_object_add(o, "events", json_object_new_int64((int64_t)sp->st.events));
+    json_object_object_add(o, "charge_overshoot_ns",
+                           json_object_new_int64((int64_t)sp->st.charge_overshoot_ns));
+    json_object_object_add(o, "charge_overshoot_max_ns",
+                           json_object_new_int64((int64_t)sp->st.charge_overshoot_max_ns));
+    json_object_object_add(o, "charge_stale_runs",
+                           json_object_new_int64((int64_t)sp->st.charge_stale_runs));
     json_object_object_add(o, "violations",
                            json_object_new_int64((int64_t)sp->pool.stats.violations));
     if (sp->pool.last_violation[0] != '\0')

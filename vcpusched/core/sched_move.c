@@ -80,7 +80,6 @@ move_commit(struct sched_dom *d, struct sched_pool *to, struct pool_dom *npd, bo
         th->pv = npd->vcpus[i];
         th->pv->owner = th;
         th->wake_ts = 0;
-        th->seg_accounted = 0;
         if (th->gone)
             continue;
         /* Lowered before it is pinned: never MID on a CPU of `to`. */

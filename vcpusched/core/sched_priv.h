@@ -21,6 +21,7 @@
 
 #include "common/assert.h"
 #include "policy/pool.h"
+#include "runacct.h"
 #include "sched_core.h"
 
 #define SCHED_LAT_BUCKETS 40  /* log2 ns buckets of wake-to-MID latency */
@@ -34,13 +35,12 @@ struct sched_thread {
     struct sched_dom *dom;
     struct pool_vcpu *pv;
     /* Measured by events (pool lock). */
-    int on_cpu;             /* pool CPU it runs on now, -1 */
-    int mid_on;             /* pool CPU where it is actuated at MID, -1 */
-    bool detached;          /* being detached: ignore its events */
-    uint64_t acct_from;     /* run time before this is already accounted */
-    uint64_t seg_accounted; /* accounted so far in the current run */
-    uint64_t wake_ts;       /* kernel time of a wake not yet elevated, 0 */
-    uint64_t switches;      /* times it was switched in */
+    int on_cpu;          /* pool CPU it runs on now, -1 */
+    int mid_on;          /* pool CPU where it is actuated at MID, -1 */
+    bool detached;       /* being detached: ignore its events */
+    struct runacct acct; /* run time charged */
+    uint64_t wake_ts;    /* kernel time of a wake not yet elevated, 0 */
+    uint64_t switches;   /* times it was switched in */
     bool gone;
 };
 
@@ -84,9 +84,13 @@ struct sched_pool_stats {
     uint64_t syscalls;
     uint64_t act_errors;
     uint64_t events;
-    uint64_t decisions;              /* dispatcher passes */
-    uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
-    uint64_t lat_sum_ns;             /* of every latency in lat[] (a histogram's _sum) */
+    uint64_t decisions;               /* dispatcher passes */
+    uint64_t lat[SCHED_LAT_BUCKETS];  /* wake -> elevated to MID */
+    uint64_t lat_sum_ns;              /* of every latency in lat[] (a histogram's _sum) */
+    uint64_t charge_overshoot_ns;     /* open runs charged beyond what the kernel then
+                                         reported: owed back (runacct.h) */
+    uint64_t charge_overshoot_max_ns; /* the largest of those, one run */
+    uint64_t charge_stale_runs; /* open runs housekeeping found off the CPU (sched_wake_missed) */
     uint64_t created_ns;
 };
 
