@@ -221,29 +221,38 @@ class PoolTest(unittest.TestCase):
 
     # --- the control path -----------------------------------------------------
 
-    @rigtest.known_bug("the shared pattern's dispatchers of a multi-CPU pool hand the pool "
-                       "lock (a PI mutex) to each other and starve the control thread: "
-                       "requests time out while threads wake often")
     def test_control_answers_while_threads_wake(self):
         # Three dispatchers (CPUs 1-3) busy with wake-ups: the control
-        # thread (SCHED_OTHER) must still get the pool lock in time.
+        # thread (SCHED_OTHER) must still get the pool lock in time. Every
+        # request is timed (one that times out counts as its 5 s limit)
+        # before anything is asserted, so a failure still prints them all.
         d = self.daemon("1-3", "credit")
         ps = [Spinner("busy") for _ in range(2)] + [Spinner("sleep:2000:500") for _ in range(4)]
         self.procs.extend(ps)
-        took = []
-        for i, p in enumerate(ps):
+        took, failed = {"attach": [], "list": [], "stats": []}, []
+
+        def timed(what, *args):
             t0 = time.monotonic()
-            d.ctl("--timeout", "5000", "attach", f"t{i}", "--pid", str(p.pid))
-            took.append(time.monotonic() - t0)
+            r = d.ctl("--timeout", "5000", what, *args, check=False)
+            took[what].append(time.monotonic() - t0)
+            if r.returncode != 0:
+                failed.append(f"{what}: {r.stderr.strip()}")
+
+        for i, p in enumerate(ps):
+            timed("attach", f"t{i}", "--pid", str(p.pid))
         time.sleep(1.0)
         for _ in range(10):
-            t0 = time.monotonic()
-            d.ctl("--timeout", "5000", "list")
-            took.append(time.monotonic() - t0)
-        took.sort()
-        print(f"# 6 attaches and 10 lists: p50 {took[len(took) // 2]:.3f} s, "
-              f"max {took[-1]:.3f} s", flush=True)
-        self.assertLess(took[-1], 2.0, "a request took over 2 s")
+            timed("list")
+            timed("stats")
+        every = sorted(t for ts in took.values() for t in ts)
+        for what, ts in took.items():
+            ts.sort()
+            print(f"# {len(ts)} {what}: p50 {ts[len(ts) // 2]:.3f} s, max {ts[-1]:.3f} s",
+                  flush=True)
+        print(f"# all {len(every)}: p50 {every[len(every) // 2]:.3f} s, max {every[-1]:.3f} s, "
+              f"{len(failed)} failed", flush=True)
+        self.assertEqual(failed, [], "requests failed")
+        self.assertLess(every[-1], 2.0, "a request took over 2 s")
 
     # --- the dedicated pattern ------------------------------------------------
 
