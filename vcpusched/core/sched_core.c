@@ -21,9 +21,16 @@
 void
 sched_pool_lock(struct sched_pool *sp)
 {
+    uint64_t t0 = sched_now(), waited;
+
     atomic_fetch_add(&sp->ctl_waiting, 1);
     pthread_mutex_lock(&sp->lock);
     sched_pool_locked_by_me(sp, true);
+    waited = sched_now() - t0;
+    sp->st.ctl_waits++;
+    sp->st.ctl_wait_sum_ns += waited;
+    if (waited > sp->st.ctl_wait_max_ns)
+        sp->st.ctl_wait_max_ns = waited;
     /* Held: the dispatchers that stood aside may queue again (and lend us their priority). */
     pthread_mutex_lock(&sp->ctl_mx);
     if (atomic_fetch_sub(&sp->ctl_waiting, 1) == 1)

@@ -88,6 +88,9 @@ struct sched_pool_stats {
     uint64_t decisions;              /* dispatcher passes */
     uint64_t lat[SCHED_LAT_BUCKETS]; /* wake -> elevated to MID */
     uint64_t lat_sum_ns;             /* of every latency in lat[] (a histogram's _sum) */
+    uint64_t ctl_waits;              /* control-path lock acquisitions */
+    uint64_t ctl_wait_sum_ns;        /* their waits for the lock */
+    uint64_t ctl_wait_max_ns;
     uint64_t created_ns;
 };
 
