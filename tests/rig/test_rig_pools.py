@@ -227,9 +227,10 @@ class PoolTest(unittest.TestCase):
         # thread (SCHED_OTHER) must still get the pool lock in time. Every
         # request is timed (one that times out counts as its 5 s limit)
         # before anything is asserted, so a failure still prints them all.
+        # Each thread starts just before its attach, as a domain attaches
+        # as it starts: six spinners waiting on CPU 0 would time CPU 0's
+        # load (the control thread's CPU), not the control path.
         d = self.daemon("1-3", "credit")
-        ps = [Spinner("busy") for _ in range(2)] + [Spinner("sleep:2000:500") for _ in range(4)]
-        self.procs.extend(ps)
         took, failed = {"attach": [], "list": [], "stats": []}, []
 
         def timed(what, *args):
@@ -239,7 +240,9 @@ class PoolTest(unittest.TestCase):
             if r.returncode != 0:
                 failed.append(f"{what}: {r.stderr.strip()}")
 
-        for i, p in enumerate(ps):
+        for i, spec in enumerate(["busy"] * 2 + ["sleep:2000:500"] * 4):
+            p = Spinner(spec)
+            self.procs.append(p)
             timed("attach", f"t{i}", "--pid", str(p.pid))
         time.sleep(1.0)
         for _ in range(10):
@@ -253,8 +256,8 @@ class PoolTest(unittest.TestCase):
         print(f"# all {len(every)}: p50 {every[len(every) // 2]:.3f} s, max {every[-1]:.3f} s, "
               f"{len(failed)} failed", flush=True)
         # The daemon's own figure: the control path's waits for the pool's
-        # lock (a request's time above also has CPU 0 shared with the
-        # spinners not attached yet, and vcpuschedctl's start-up).
+        # lock (a request's time above also has vcpuschedctl's start-up
+        # and the request's own work, slow under TCG).
         r = d.ctl("--timeout", "5000", "--json", "stats", check=False)
         pool = json.loads(r.stdout)["pools"][0] if r.returncode == 0 else {}
         waits, wait_ns = pool.get("control_waits", 0), pool.get("control_wait_ns", 0)
