@@ -20,6 +20,7 @@ TCG the VM's CPUs are host threads on a shared host: the tolerances are
 the issue's, the figures each test prints are functional, not
 performance."""
 
+import json
 import os
 import signal
 import time
@@ -222,29 +223,52 @@ class PoolTest(unittest.TestCase):
 
     # --- the control path -----------------------------------------------------
 
-    @rigtest.known_bug("the shared pattern's dispatchers of a multi-CPU pool hand the pool "
-                       "lock (a PI mutex) to each other and starve the control thread: "
-                       "requests time out while threads wake often")
     def test_control_answers_while_threads_wake(self):
         # Three dispatchers (CPUs 1-3) busy with wake-ups: the control
-        # thread (SCHED_OTHER) must still get the pool lock in time.
+        # thread (SCHED_OTHER) must still get the pool lock in time. Every
+        # request is timed (one that times out counts as its 5 s limit)
+        # before anything is asserted, so a failure still prints them all.
+        # Each thread starts just before its attach, as a domain attaches
+        # as it starts: six spinners waiting on CPU 0 would time CPU 0's
+        # load (the control thread's CPU), not the control path.
         d = self.daemon("1-3", "credit")
-        ps = [Spinner("busy") for _ in range(2)] + [Spinner("sleep:2000:500") for _ in range(4)]
-        self.procs.extend(ps)
-        took = []
-        for i, p in enumerate(ps):
+        took, failed = {"attach": [], "list": [], "stats": []}, []
+
+        def timed(what, *args):
             t0 = time.monotonic()
-            d.ctl("--timeout", "5000", "attach", f"t{i}", "--pid", str(p.pid))
-            took.append(time.monotonic() - t0)
+            r = d.ctl("--timeout", "5000", what, *args, check=False)
+            took[what].append(time.monotonic() - t0)
+            if r.returncode != 0:
+                failed.append(f"{what}: {r.stderr.strip()}")
+
+        for i, spec in enumerate(["busy"] * 2 + ["sleep:2000:500"] * 4):
+            p = Spinner(spec)
+            self.procs.append(p)
+            timed("attach", f"t{i}", "--pid", str(p.pid))
         time.sleep(1.0)
         for _ in range(10):
-            t0 = time.monotonic()
-            d.ctl("--timeout", "5000", "list")
-            took.append(time.monotonic() - t0)
-        took.sort()
-        print(f"# 6 attaches and 10 lists: p50 {took[len(took) // 2]:.3f} s, "
-              f"max {took[-1]:.3f} s", flush=True)
-        self.assertLess(took[-1], 2.0, "a request took over 2 s")
+            timed("list")
+            timed("stats")
+        every = sorted(t for ts in took.values() for t in ts)
+        for what, ts in took.items():
+            ts.sort()
+            print(f"# {len(ts)} {what}: p50 {ts[len(ts) // 2]:.3f} s, max {ts[-1]:.3f} s",
+                  flush=True)
+        print(f"# all {len(every)}: p50 {every[len(every) // 2]:.3f} s, max {every[-1]:.3f} s, "
+              f"{len(failed)} failed", flush=True)
+        # The daemon's own figure: the control path's waits for the pool's
+        # lock (a request's time above also has vcpuschedctl's start-up
+        # and the request's own work, slow under TCG).
+        r = d.ctl("--timeout", "5000", "--json", "stats", check=False)
+        pool = json.loads(r.stdout)["pools"][0] if r.returncode == 0 else {}
+        waits, wait_ns = pool.get("control_waits", 0), pool.get("control_wait_ns", 0)
+        wait_max = pool.get("control_wait_max_ns", 0) / 1e9
+        print(f"# control path: {waits} waits for the pool lock, mean "
+              f"{wait_ns / max(waits, 1) / 1e6:.3f} ms, max {wait_max * 1e3:.3f} ms", flush=True)
+        self.assertEqual(failed, [], "requests failed")
+        self.assertLess(every[-1], 2.0, "a request took over 2 s")
+        self.assertGreater(waits, len(every), "stats: no control_waits")
+        self.assertLess(wait_max, 1.0, "the control path waited over 1 s for the pool lock")
 
     def test_charged_time_is_what_ran_on_two_cpus(self):
         # Threads that run ~1 ms and block 0.1 ms (as a TCG vCPU thread on

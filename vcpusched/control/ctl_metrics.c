@@ -216,6 +216,19 @@ static const struct field pool_fields[] = {
      {"pool_dispatcher_cpu_seconds", M_COUNTER, "CPU time of the pool's dispatcher threads."},
      9,
      NULL},
+    {"control_waits",
+     {"pool_control_waits", M_COUNTER, "Times the control path took the pool's lock."},
+     0,
+     NULL},
+    {"control_wait_ns",
+     {"pool_control_wait_seconds", M_COUNTER, "Time the control path waited for the pool's lock."},
+     9,
+     NULL},
+    {"control_wait_max_ns",
+     {"pool_control_wait_max_seconds", M_GAUGE,
+      "Longest wait of the control path for the pool's lock."},
+     9,
+     NULL},
 };
 
 /* --- Per vCPU (list.domains[].vcpus[]): labels pool, domain, vcpu. --- */

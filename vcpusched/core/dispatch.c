@@ -63,6 +63,36 @@ lat_add(struct sched_pool_stats *st, uint64_t ns)
 }
 
 /*
+ * A dispatcher takes the pool lock. A PI unlock hands the lock to its
+ * highest-priority waiter: while two dispatchers keep taking it, a
+ * control thread queued at SCHED_OTHER never gets it. So a dispatcher
+ * does not queue while the control path waits: it sleeps until the
+ * control path holds the lock, then queues behind it (lending it its
+ * priority). The control path waits for at most the dispatchers already
+ * queued; nobody waiting costs one atomic load. Called with no pool lock
+ * held (the control path may hold another pool's lock while it waits).
+ */
+static void
+dispatch_lock(struct sched_pool *sp)
+{
+    if (atomic_load_explicit(&sp->ctl_waiting, memory_order_relaxed) > 0) {
+        pthread_mutex_lock(&sp->ctl_mx);
+        while (atomic_load(&sp->ctl_waiting) > 0)
+            pthread_cond_wait(&sp->ctl_cv, &sp->ctl_mx);
+        pthread_mutex_unlock(&sp->ctl_mx);
+    }
+    pthread_mutex_lock(&sp->lock);
+    sched_pool_locked_by_me(sp, true);
+}
+
+static void
+dispatch_unlock(struct sched_pool *sp)
+{
+    sched_pool_locked_by_me(sp, false);
+    pthread_mutex_unlock(&sp->lock);
+}
+
+/*
  * Book an actuator result: count syscalls, remember failures (with the
  * actuator's own message when it gave one in `err`).
  */
@@ -223,8 +253,7 @@ drain_one(void *arg, const struct events_rec *r)
     if (th == NULL || th->act->tid != r->tid)
         return; /* a record of a thread detached since */
     sp = th->dom->sp;
-    pthread_mutex_lock(&sp->lock);
-    sched_pool_locked_by_me(sp, true);
+    dispatch_lock(sp);
     if (th->pv != NULL && !th->detached)
         apply_record(sp, th, r, c->now);
     for (k = 0; k < c->nr && c->pools[k] != sp; k++)
@@ -235,8 +264,7 @@ drain_one(void *arg, const struct events_rec *r)
     }
     if (k < c->nr)
         take_kicks(sp, &c->kick[k]);
-    sched_pool_locked_by_me(sp, false);
-    pthread_mutex_unlock(&sp->lock);
+    dispatch_unlock(sp);
 }
 
 /*
@@ -570,11 +598,9 @@ shared_main(void *arg)
             if (ev[i].data.fd == c->kick_fd || ev[i].data.fd == c->timer_fd)
                 (void)!read(ev[i].data.fd, &buf, sizeof(buf));
         drained = drain_events(sp->s, sched_now(), c) >= 0;
-        pthread_mutex_lock(&sp->lock);
-        sched_pool_locked_by_me(sp, true);
+        dispatch_lock(sp);
         next = cpu_step(sp, c, sched_now(), drained, &kick);
-        sched_pool_locked_by_me(sp, false);
-        pthread_mutex_unlock(&sp->lock);
+        dispatch_unlock(sp);
         dispatch_kick(sp, &kick);
         if (c->slice_ns != 0)
             next = slice_start(c, next);
@@ -608,8 +634,7 @@ dedicated_step(struct sched_pool *sp, uint64_t now)
             next = t;
     }
     atomic_store(&sp->next_due, next);
-    sched_pool_locked_by_me(sp, false);
-    pthread_mutex_unlock(&sp->lock);
+    dispatch_unlock(sp);
     return true;
 }
 

@@ -21,10 +21,21 @@
 void
 sched_pool_lock(struct sched_pool *sp)
 {
+    uint64_t t0 = sched_now(), waited;
+
     atomic_fetch_add(&sp->ctl_waiting, 1);
     pthread_mutex_lock(&sp->lock);
     sched_pool_locked_by_me(sp, true);
-    atomic_fetch_sub(&sp->ctl_waiting, 1);
+    waited = sched_now() - t0;
+    sp->st.ctl_waits++;
+    sp->st.ctl_wait_sum_ns += waited;
+    if (waited > sp->st.ctl_wait_max_ns)
+        sp->st.ctl_wait_max_ns = waited;
+    /* Held: the dispatchers that stood aside may queue again (and lend us their priority). */
+    pthread_mutex_lock(&sp->ctl_mx);
+    if (atomic_fetch_sub(&sp->ctl_waiting, 1) == 1)
+        pthread_cond_broadcast(&sp->ctl_cv);
+    pthread_mutex_unlock(&sp->ctl_mx);
 }
 
 void
@@ -109,6 +120,8 @@ pool_free(struct sched_pool *sp)
             close(sp->cpus[i].timer_fd);
     }
     pthread_mutex_destroy(&sp->lock);
+    pthread_mutex_destroy(&sp->ctl_mx);
+    pthread_cond_destroy(&sp->ctl_cv);
     free(sp);
 }
 
@@ -197,7 +210,9 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
     /* SCHED_FIFO dispatchers wait on it: the holder inherits their priority. */
     pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
     pthread_mutex_init(&sp->lock, &ma);
+    pthread_mutex_init(&sp->ctl_mx, &ma);
     pthread_mutexattr_destroy(&ma);
+    pthread_cond_init(&sp->ctl_cv, NULL);
     for (unsigned int i = 0; i < nr_cpus; i++) {
         sp->cpus[i] = (struct sched_cpu){
             .sp = sp, .index = i, .host = cpus[i].cpu, .kick_fd = -1, .timer_fd = -1};

@@ -234,6 +234,11 @@ pool_json(struct sched_pool *sp)
                            json_object_new_int64((int64_t)sp->pool.cls.stats.gap_slices));
     json_object_object_add(o, "decisions", json_object_new_int64((int64_t)sp->st.decisions));
     json_object_object_add(o, "dispatcher_cpu_ns", json_object_new_int64((int64_t)cpu_ns));
+    json_object_object_add(o, "control_waits", json_object_new_int64((int64_t)sp->st.ctl_waits));
+    json_object_object_add(o, "control_wait_ns",
+                           json_object_new_int64((int64_t)sp->st.ctl_wait_sum_ns));
+    json_object_object_add(o, "control_wait_max_ns",
+                           json_object_new_int64((int64_t)sp->st.ctl_wait_max_ns));
     json_object_object_add(o, "wake_to_mid_p50_ns",
                            json_object_new_int64(lat_percentile(sp->st.lat, 50)));
     json_object_object_add(o, "wake_to_mid_p99_ns",

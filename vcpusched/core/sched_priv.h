@@ -6,7 +6,8 @@
  * Locking. s->lock guards the structure (pools, domains) and is taken only
  * by the control thread. Each pool's lock (priority-inheriting, since
  * SCHED_FIFO dispatchers wait on it) guards its pool layer, its threads'
- * event state and its actuation state. s->ev_lock lets one dispatcher at a
+ * event state and its actuation state; a dispatcher does not queue on it
+ * while the control path waits (ctl_waiting). s->ev_lock lets one dispatcher at a
  * time drain the event ring; it is never taken while holding a pool lock,
  * and a thread record is freed only under it, after its events are
  * unwatched.
@@ -91,6 +92,9 @@ struct sched_pool_stats {
                                          reported: owed back (runacct.h) */
     uint64_t charge_overshoot_max_ns; /* the largest of those, one run */
     uint64_t charge_stale_runs; /* open runs housekeeping found off the CPU (sched_wake_missed) */
+    uint64_t ctl_waits;              /* control-path lock acquisitions */
+    uint64_t ctl_wait_sum_ns;        /* their waits for the lock */
+    uint64_t ctl_wait_max_ns;
     uint64_t created_ns;
 };
 
@@ -107,11 +111,20 @@ struct sched_pool {
     bool dstarted;
     atomic_bool stop;     /* SCHED_SHARED: its dispatchers exit */
     struct cpuset kicked; /* CPUs kicked and not yet picked */
-    /* Dedicated pattern: the poller locks only when poked or due, and
-     * steps aside while the control path waits for the lock. */
+    /* Dedicated pattern: the poller locks only when poked or due. */
     atomic_bool poke;
     _Atomic uint64_t next_due;
+    /*
+     * Control paths waiting for `lock` (not yet holding it). A PI unlock
+     * hands the lock to its highest-priority waiter, so a SCHED_OTHER
+     * control thread queued behind FIFO dispatchers never gets it while
+     * two of them keep taking it: dispatchers do not queue while this is
+     * non-zero. They wait on ctl_cv (under ctl_mx) until it drops, when the
+     * control path holds the lock; the dedicated poller skips the pool.
+     */
     atomic_int ctl_waiting;
+    pthread_mutex_t ctl_mx;
+    pthread_cond_t ctl_cv;
     struct sched_pool_stats st;
     char last_error[SCHED_ERRLEN]; /* actuator messages name cgroup paths */
 };
@@ -179,7 +192,7 @@ sched_pool_held(const struct sched_pool *sp)
            (unsigned long)pthread_self();
 }
 
-/* Control-path locking of a pool (lets a busy-polling dispatcher yield). */
+/* Control-path locking of a pool: the dispatchers let it in first (ctl_waiting). */
 void sched_pool_lock(struct sched_pool *sp);
 void sched_pool_unlock(struct sched_pool *sp);
 
