@@ -92,8 +92,8 @@ struct sched_pool_stats {
                                          reported: owed back (runacct.h) */
     uint64_t charge_overshoot_max_ns; /* the largest of those, one run */
     uint64_t charge_stale_runs; /* open runs housekeeping found off the CPU (sched_wake_missed) */
-    uint64_t ctl_waits;              /* control-path lock acquisitions */
-    uint64_t ctl_wait_sum_ns;        /* their waits for the lock */
+    uint64_t ctl_waits;         /* control-path lock acquisitions */
+    uint64_t ctl_wait_sum_ns;   /* their waits for the lock */
     uint64_t ctl_wait_max_ns;
     uint64_t created_ns;
 };
