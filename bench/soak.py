@@ -108,7 +108,8 @@ def kill9_rounds(args, tmp, restart_at_once):
     orig = {(g.pid, t): thread_state(g.pid, t) for g in guests for t in g.vcpus}
     restore, answer, stranded, failures = [], [], 0, []
     try:
-        for n in range(args.rounds if not restart_at_once else args.restarts):
+        # At once: one more daemon than restarts, as the first start follows no kill.
+        for n in range(args.rounds if not restart_at_once else args.restarts + 1):
             d = Daemon(policy=random.choice(["credit", "credit2", "rr"] if n % 3 else ["credit"]))
             d.state, d.args[d.args.index("--state") + 1] = state, state
             t0 = time.monotonic()
