@@ -57,6 +57,24 @@ class Timeline:
                     waiting[t] = (ts, "wake")
                 continue
             _, c, prev, pprio, pstate, nxt, nprio = e
+            if c in cur and cur[c][1] != prev:
+                # A switch-in the trace lacks: this kernel records no switch
+                # away from idle on the managed CPU (0 of 558 in one row,
+                # while CPU 0 has them all). prev has run since its wake-up
+                # there, or since the CPU's last recorded switch.
+                s, tid, pr = cur[c]
+                t_in = waiting[prev][0] if prev in waiting and waiting[prev][0] >= s else s
+                self.cpu.setdefault(c, []).append((s, t_in, tid, pr, "?"))
+                if tid in self.run and on.get(tid, (None,))[0] == c:
+                    _, s_on, p_on = on.pop(tid)
+                    self.run[tid].append((s_on, t_in, c, p_on))
+                cur[c] = (t_in, prev, pprio)
+                if prev in self.run:
+                    if prev in waiting:
+                        w_s, why = waiting.pop(prev)
+                        if t_in > w_s:
+                            self.wait[prev].append((w_s, t_in, why))
+                    on[prev] = (c, t_in, pprio)
             if c in cur:
                 s, tid, pr = cur[c]
                 self.cpu.setdefault(c, []).append((s, ts, tid, pr, pstate))

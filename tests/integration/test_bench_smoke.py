@@ -25,6 +25,7 @@ import vstest
 BENCH = os.path.join(vstest.SRC, "bench")
 sys.path.insert(0, BENCH)
 import ping_tail  # noqa: E402
+import schedtrace  # noqa: E402
 
 
 def png_size(path):
@@ -268,6 +269,37 @@ class TailExplain(unittest.TestCase):
                              (14_002_000, "pong vCPU waited", "hog0 vcpu", 1.0))
             ended[bool(bg)] = x["ended"]
         self.assertEqual(ended, {True: "background class slice end", False: "ratelimit end"})
+
+    def test_switch_from_idle_missing(self):
+        """The managed CPU's trace can lack its switches away from idle (seen
+        on this host's kernel: none of 558 in a row). A thread that the
+        trace shows switching out without a switch-in ran from its wake-up,
+        so it did not wait: pong woken at 12 ms on idle CPU 1 runs until
+        12.5 ms; no 20 ms wait up to its next recorded switch-in."""
+        comms = {0: "swapper/1", 201: "CPU 0/TCG", 301: "CPU 0/TCG"}
+        lines = [
+            sw(10.0, 1, 201, 120, "S", 0, 120, comms),
+            f"  <idle>-0 [001] dNh2. {12 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+            "prio=120 target_cpu=001\n",
+            f"  x-50 [000] d..2. {12.2 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
+            "prio=120 target_cpu=001\n",
+            sw(12.5, 1, 201, 120, "S", 301, 120, comms),
+            sw(13.0, 1, 301, 120, "S", 0, 120, comms),
+            f"  <idle>-0 [001] dNh2. {32 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+            "prio=120 target_cpu=001\n",
+            sw(32.5, 1, 201, 120, "S", 0, 120, comms),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.trace")
+            with open(path, "w") as f:
+                f.writelines(lines)
+            tl = ping_tail.Timeline(*schedtrace.parse_mono(path)[:2], [201, 301])
+        ms = 1_000_000
+        self.assertEqual([(s, e) for s, e, _ in tl.wait[201]], [])
+        self.assertEqual([(s, e) for s, e, _, _ in tl.run[201]],
+                         [(12 * ms, int(12.5 * ms)), (32 * ms, int(32.5 * ms))])
+        self.assertEqual([(s, e) for s, e, _ in tl.wait[301]], [(int(12.2 * ms), int(12.5 * ms))])
+        self.assertEqual(tl.who_ran(1, 10 * ms, 12 * ms), {0: 2 * ms})
 
 
 if __name__ == "__main__":
