@@ -593,6 +593,45 @@ START_TEST(test_credit_no_boost_unpark)
 END_TEST
 
 /*
+ * Behaviour 9, on a host: a frozen thread is seen to block, and its thaw
+ * wakes it after the pass that unparked it. That wake is the unpause of
+ * Xen's unpark and is not boosted either; a later wake of its own is.
+ */
+START_TEST(test_credit_no_boost_thaw)
+{
+    struct sim s;
+    struct sim_vcpu *c;
+    uint64_t t = 0;
+    int64_t boosts;
+
+    sim_start(&s, "credit", 1, NULL);
+    c = sim_vcpu(sim_add_ok(&s, "C", 1, sim_manual(), "cap=30"), 0);
+    sim_add_ok(&s, "H", 1, sim_busy(), NULL);
+    sim_wake(&s, c);
+    while (stat_int(&s, c, "parked") == 0 && t < 100 * TSLICE)
+        sim_until(&s, t += MS(1));
+    ck_assert_int_eq(stat_int(&s, c, "parked"), 1);
+    sim_sleep(&s, c); /* the freezer: it blocks while parked */
+    while (stat_int(&s, c, "parked") == 1 && t < 200 * TSLICE)
+        sim_until(&s, t += MS(1));
+    ck_assert_int_eq(stat_int(&s, c, "parked"), 0);
+    boosts = stat_int(&s, c, "boosts");
+    sim_wake(&s, c); /* the thaw */
+    ck_assert_int_eq(stat_int(&s, c, "boosts"), boosts);
+    ck_assert_str_ne(stat_pri(&s, c), "BOOST");
+    sim_until(&s, t += MS(1));
+    sim_sleep(&s, c);
+    sim_until(&s, t += MS(1));
+    if (strcmp(stat_pri(&s, c), "UNDER") == 0) {
+        sim_wake(&s, c); /* its own wake: boosted as any */
+        ck_assert_str_eq(stat_pri(&s, c), "BOOST");
+    }
+    ck_assert_no_violations(&s);
+    sim_fini(&s);
+}
+END_TEST
+
+/*
  * Behaviour 11: a yielding vCPU goes one position behind the first
  * lower-priority vCPU, and the ratelimit does not hold it.
  * Queue [U(UNDER), O1(OVER), O2(OVER)]: Y yields -> U runs, order
@@ -885,6 +924,7 @@ credit_suite(void)
     tcase_add_test(tc, test_credit_boost_latency_linear);
     tcase_add_test(tc, test_credit_no_boost_first_wake);
     tcase_add_test(tc, test_credit_no_boost_unpark);
+    tcase_add_test(tc, test_credit_no_boost_thaw);
     tcase_add_test(tc, test_credit_yield_placement);
     tcase_add_test(tc, test_credit_yield_equal_priority);
     tcase_add_test(tc, test_credit_tick_exploit);

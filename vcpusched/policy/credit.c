@@ -302,17 +302,18 @@ credit_tickle(struct policy *pol, struct credit_vcpu *cv)
 
 /*
  * csched_unit_wake for a vCPU that is runnable, not parked, not queued
- * and not elected: boost it unless it was just placed or migrated (the
- * flag is consumed), is OVER, or is being unparked; queue it; tickle.
+ * and not elected: boost it unless it was just placed or migrated, or is
+ * the thaw of an unpark (the flags are consumed), is OVER, or is being
+ * unparked; queue it; tickle.
  */
 void
 credit_wake_vcpu(struct policy *pol, struct credit_vcpu *cv)
 {
     struct credit_priv *p = credit_priv(pol);
-    bool migrating = cv->flags & CREDIT_F_MIGRATING;
+    bool unboosted = cv->flags & (CREDIT_F_MIGRATING | CREDIT_F_THAWING);
 
-    cv->flags &= ~CREDIT_F_MIGRATING;
-    if (!migrating && cv->pri == CREDIT_PRI_UNDER && !(cv->flags & CREDIT_F_PARKED) && p->boost) {
+    cv->flags &= ~(CREDIT_F_MIGRATING | CREDIT_F_THAWING);
+    if (!unboosted && cv->pri == CREDIT_PRI_UNDER && !(cv->flags & CREDIT_F_PARKED) && p->boost) {
         cv->pri = CREDIT_PRI_BOOST;
         cv->boosts++;
     }

@@ -146,7 +146,10 @@ credit_park(struct policy *pol, struct credit_vcpu *cv)
 
 /*
  * Unpause, then clear PARKED: the wake sees PARKED and is not boosted
- * (Xen fix 5c8c0ae7c4).
+ * (Xen fix 5c8c0ae7c4). A frozen thread was seen to block, and the thaw
+ * wakes it only later, once PARKED is gone: THAWING keeps that wake from
+ * being boosted too (a boosted thaw, which no wake preempts, can hold a
+ * waking vCPU behind a capped one for a whole slice).
  */
 static void
 credit_unpark(struct policy *pol, struct credit_vcpu *cv)
@@ -154,6 +157,8 @@ credit_unpark(struct policy *pol, struct credit_vcpu *cv)
     policy_vcpu_park(pol, cv->v, false);
     if (cv->v->runnable && !cv->queued && !cv->elected)
         credit_wake_vcpu(pol, cv);
+    else if (!cv->v->runnable)
+        cv->flags |= CREDIT_F_THAWING;
     cv->flags &= ~CREDIT_F_PARKED;
 }
 

@@ -29,6 +29,7 @@ enum credit_pri {
 #define CREDIT_F_YIELD     (1U << 1) /* yielded; kept until dequeued (Xen >= 4.18) */
 #define CREDIT_F_MIGRATING (1U << 2) /* just placed: its next wake is not boosted */
 #define CREDIT_F_KICKED    (1U << 3) /* elected, asked to leave for a better CPU */
+#define CREDIT_F_THAWING   (1U << 4) /* unparked while blocked: its next wake is the thaw */
 
 struct credit_dom;
 
