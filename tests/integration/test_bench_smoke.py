@@ -182,6 +182,14 @@ def sw(t_ms, cpu, prev, pprio, pstate, nxt, nprio, comms):
             f"==> next_comm={comms[nxt]} next_pid={nxt} next_prio={nprio}\n")
 
 
+def write_trace(d, lines):
+    """A made-up Recorder window in folder d; its path."""
+    path = os.path.join(d, "t.trace")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path
+
+
 class TailExplain(unittest.TestCase):
     """bench/ping_tail.py on a made-up trace whose answer is known: a burst
     vCPU that woke at 10.5 ms holds CPU 1 until it blocks at 25 ms, while
@@ -204,9 +212,7 @@ class TailExplain(unittest.TestCase):
         ] + [f"  x-301 [001] ..... {(27 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
              "count: 1)\n" for i in range(25)] + [sw(28.0, 1, 301, 88, "S", 0, 120, comms)]
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.trace")
-            with open(path, "w") as f:
-                f.writelines(lines)
+            path = write_trace(d, lines)
             trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
                      "threads": {100: ("burst0", "vcpu"), 201: ("pong", "vcpu"),
                                  301: ("ping", "vcpu"), 401: ("vcpuschedd", "daemon")},
@@ -256,9 +262,7 @@ class TailExplain(unittest.TestCase):
         ended = {}
         for bg in ({"class": "background"}, {}):
             with tempfile.TemporaryDirectory() as d:
-                path = os.path.join(d, "t.trace")
-                with open(path, "w") as f:
-                    f.writelines(lines)
+                path = write_trace(d, lines)
                 trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
                          "threads": {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"),
                                      301: ("ping", "vcpu")},
@@ -290,9 +294,7 @@ class TailExplain(unittest.TestCase):
             sw(32.5, 1, 201, 120, "S", 0, 120, comms),
         ]
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.trace")
-            with open(path, "w") as f:
-                f.writelines(lines)
+            path = write_trace(d, lines)
             tl = ping_tail.Timeline(*schedtrace.parse_mono(path)[:2], [201, 301])
         ms = 1_000_000
         self.assertEqual([(s, e) for s, e, _ in tl.wait[201]], [])
