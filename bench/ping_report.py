@@ -222,7 +222,10 @@ def tail_table(tail, a, rows):
          "ratelimit's end, at a tick, at the end of a background-class vCPU's alpha slice, "
          "by the kernel) and whether the runner had just "
          "woken itself (`BOOST`: under Credit a woken vCPU is boosted until the next tick "
-         "and nothing preempts it). `aligned`: samples of the cell whose printing time "
+         "and nothing preempts it), or, under Credit2, the waiter woke inside the "
+         "runner's ratelimit (`no tickle`: Xen tickles no CPU whose runner is within its "
+         "ratelimit, so the waiter waits out the slice the runner got while nobody "
+         "waited, up to 10 ms). `aligned`: samples of the cell whose printing time "
          "was found in the trace.", "",
          "| background | row | p99 | tail n | explained | aligned | causes (count, median "
          "wait ms) |", "|---|---|---|---|---|---|---|"]

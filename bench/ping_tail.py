@@ -18,7 +18,9 @@ In that window, per sample:
   policy's slice end, ratelimit end or tick; a preemption after some other
   time; the kernel's own preemption) and the runner's state when the vCPU
   woke (it had just woken itself: under Credit a BOOSTed vCPU that nothing
-  preempts, xen-sched.md behaviour 8).
+  preempts, xen-sched.md behaviour 8), and how far into its run the
+  runner was (under Credit2 a wake inside the runner's ratelimit tickles
+  nobody, so the wait lasts the runner's whole credit slice).
 Samples above the cell's p99 (all repetitions pooled) make the tail table.
 The windows are exported in Chrome's JSON trace format (gzip), which
 Perfetto's UI (ui.perfetto.dev) and chrome://tracing open."""
@@ -207,6 +209,17 @@ def decide(tl, row, tmap, comms, waiter, ws, we, daemon):
     rw = [w for w in _wakes(tl, runner) if st - 2 * MS <= w <= ws]
     out["runner_woke_ms_before"] = round((ws - rw[-1]) / MS, 3) if rw else None
     p = dict(kv.split("=", 1) for kv in row["pool"])
+    # How far into its run the runner was when the waiter woke. Under Credit2
+    # a wake in the runner's first ratelimit (less Xen's 50 us tolerance)
+    # tickles nobody (is_preemptable), so the waiter waits out the slice the
+    # runner was given while nobody waited: up to its credit, at most 10 ms.
+    cover = [x for x in tl.cpu.get(1, ()) if x[2] == runner and x[0] <= ws < x[1]]
+    if cover:
+        into = (ws - (stretch_start(tl, 1, runner, cover[-1][1], daemon) or cover[-1][0])) / MS
+        out["woke_into_run_ms"] = round(into, 3)
+        if row["sched"] == "credit2" and not blocked:
+            rl_ms = float(p.get("ratelimit_us", 1000)) / 1000
+            out["inside_ratelimit"] = rl_ms > 0.05 and into <= rl_ms - 0.05
     if blocked:
         out["ended"] = "runner blocked"
     elif row["sched"] == "kernel":
@@ -340,6 +353,8 @@ def analyse(res, a, rows):
                     if x.get("runner_boosted"):
                         why = "runner BOOST (woke " \
                               f"{x['runner_woke_ms_before']:.1f} ms before), {why}"
+                    if x.get("inside_ratelimit"):
+                        why = f"woke inside the runner's ratelimit (no tickle), {why}"
                     other = " (SCHED_OTHER)" if x.get("runner_prio", 0) >= 100 and (
                         r.vcpusched or r.pp_vcpusched()) else ""
                     key = f"{x['cause']}: {x['runner']}{other} ran; {why}"

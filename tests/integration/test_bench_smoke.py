@@ -274,6 +274,34 @@ class TailExplain(unittest.TestCase):
             ended[bool(bg)] = x["ended"]
         self.assertEqual(ended, {True: "background class slice end", False: "ratelimit end"})
 
+    def test_wake_inside_ratelimit(self):
+        """Credit2: hog0 is picked at 11 ms; pong wakes 0.5 ms into its run,
+        inside the 1 ms ratelimit, so nothing is tickled and hog0 runs its
+        credit slice to 15 ms. A wake 2 ms into the run is not inside it."""
+        comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG"}
+        into = {}
+        for woke in (11.5, 13.0):
+            lines = [
+                sw(11.0, 1, 0, 120, "R", 100, 88, comms),
+                f"  x-50 [000] d..2. {woke / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
+                "prio=120 target_cpu=001\n",
+                sw(15.0, 1, 100, 88, "R", 201, 88, comms),
+                f"  x-50 [000] d..2. {15.4 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
+                "prio=120 target_cpu=001\n",
+                sw(15.5, 1, 201, 88, "S", 301, 88, comms),
+            ] + [f"  x-301 [001] ..... {(16 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
+                 "count: 1)\n" for i in range(25)] + [sw(17.0, 1, 301, 88, "S", 0, 120, comms)]
+            with tempfile.TemporaryDirectory() as d:
+                trace = {"path": write_trace(d, lines), "size0": 1000, "size1": 1000,
+                         "overrun": 0, "offsets": [(5, 1000)], "rtts": [6.0],
+                         "threads": {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"),
+                                     301: ("ping", "vcpu")},
+                         "row": {"sched": "credit2", "pool": [], "pp": {}, "bg": {}}}
+                x = ping_tail.explain_run(trace)["samples"][5]
+            self.assertEqual((x["cause"], x["runner"]), ("pong vCPU waited", "hog0 vcpu"))
+            into[woke] = (x["woke_into_run_ms"], x["inside_ratelimit"])
+        self.assertEqual(into, {11.5: (0.5, True), 13.0: (2.0, False)})
+
     def test_switch_from_idle_missing(self):
         """The managed CPU's trace can lack its switches away from idle (seen
         on this host's kernel: none of 558 in a row). A thread that the
