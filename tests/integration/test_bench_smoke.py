@@ -176,10 +176,31 @@ class BenchSmoke(unittest.TestCase):
         self.assertEqual(processes(r"vcpuschedd .*vcpusched-bench-"), [], "a daemon is left")
 
 
+HOG_PONG_PING = {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"), 301: ("ping", "vcpu")}
+
+
 def sw(t_ms, cpu, prev, pprio, pstate, nxt, nprio, comms):
     return (f"  x-{prev} [{cpu:03d}] d..2. {t_ms / 1000:.6f}: sched_switch: "
             f"prev_comm={comms[prev]} prev_pid={prev} prev_prio={pprio} prev_state={pstate} "
             f"==> next_comm={comms[nxt]} next_pid={nxt} next_prio={nprio}\n")
+
+
+def wakeup(t_ms, pid, cpu=0):
+    return (f"  x-50 [{cpu:03d}] d..2. {t_ms / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG "
+            f"pid={pid} prio=120 target_cpu=001\n")
+
+
+def printed(t_ms):
+    """The ping QEMU (pid 301) writing a 25-byte VS-RTT line from t_ms, a byte a write."""
+    return [f"  x-301 [001] ..... {(t_ms + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
+            "count: 1)\n" for i in range(25)]
+
+
+def window(path, threads, rtt, sched, bg=None):
+    """A row run's trace as ping_latency hands it to explain_run: one sample, seq 5."""
+    return {"path": path, "size0": 1000, "size1": 1000, "overrun": 0, "threads": threads,
+            "offsets": [(5, 1000)], "rtts": [rtt],
+            "row": {"sched": sched, "pool": [], "pp": {}, "bg": bg or {}}}
 
 
 def write_trace(d, lines):
@@ -199,26 +220,19 @@ class TailExplain(unittest.TestCase):
         comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG",
                  401: "vcpuschedd"}
         lines = [
-            f"  x-50 [001] d..2. {10.5 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=100 "
-            "prio=120 target_cpu=001\n",
+            wakeup(10.5, 100, cpu=1),
             sw(10.6, 1, 0, 120, "R", 100, 88, comms),
-            f"  x-50 [000] d..2. {12 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
-            "prio=120 target_cpu=001\n",
+            wakeup(12, 201),
             sw(25.0, 1, 100, 88, "S", 401, 87, comms),
             sw(25.1, 1, 401, 87, "S", 201, 88, comms),
-            f"  x-50 [000] d..2. {25.9 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
-            "prio=120 target_cpu=001\n",
+            wakeup(25.9, 301),
             sw(26.0, 1, 201, 88, "S", 301, 88, comms),
-        ] + [f"  x-301 [001] ..... {(27 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
-             "count: 1)\n" for i in range(25)] + [sw(28.0, 1, 301, 88, "S", 0, 120, comms)]
+        ] + printed(27) + [sw(28.0, 1, 301, 88, "S", 0, 120, comms)]
         with tempfile.TemporaryDirectory() as d:
             path = write_trace(d, lines)
-            trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
-                     "threads": {100: ("burst0", "vcpu"), 201: ("pong", "vcpu"),
-                                 301: ("ping", "vcpu"), 401: ("vcpuschedd", "daemon")},
-                     "offsets": [(5, 1000)], "rtts": [16.0],
-                     "row": {"sched": "credit", "pool": [], "pp": {}, "bg": {}}}
-            out = ping_tail.explain_run(trace)
+            out = ping_tail.explain_run(window(
+                path, {100: ("burst0", "vcpu"), 201: ("pong", "vcpu"), 301: ("ping", "vcpu"),
+                       401: ("vcpuschedd", "daemon")}, 16.0, "credit"))
             self.assertFalse(os.path.exists(path), "the raw trace is deleted once read")
         self.assertEqual((out["n"], out["aligned"]), (1, 1))
         x = out["samples"][5]
@@ -239,11 +253,9 @@ class TailExplain(unittest.TestCase):
         comms = {0: "swapper/1", 100: "CPU 0/TCG", 201: "CPU 0/TCG", 301: "CPU 0/TCG"}
         lines = [
             sw(11.0, 1, 0, 120, "R", 100, 88, comms),
-            f"  x-50 [000] d..2. {10.5 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
-            "prio=120 target_cpu=001\n",
+            wakeup(10.5, 201),
             sw(12.0, 1, 100, 88, "R", 201, 88, comms),
-            f"  x-50 [000] d..2. {12.4 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
-            "prio=120 target_cpu=001\n",
+            wakeup(12.4, 301),
             sw(12.5, 1, 201, 88, "S", 301, 88, comms),
         ]
         # QEMU's writev: the entry (fd-filtered), then the thread's exit with the count;
@@ -262,13 +274,8 @@ class TailExplain(unittest.TestCase):
         ended = {}
         for bg in ({"class": "background"}, {}):
             with tempfile.TemporaryDirectory() as d:
-                path = write_trace(d, lines)
-                trace = {"path": path, "size0": 1000, "size1": 1000, "overrun": 0,
-                         "threads": {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"),
-                                     301: ("ping", "vcpu")},
-                         "offsets": [(5, 1000)], "rtts": [5.0],
-                         "row": {"sched": "credit2", "pool": [], "pp": {}, "bg": bg}}
-                x = ping_tail.explain_run(trace)["samples"][5]
+                x = ping_tail.explain_run(window(write_trace(d, lines), HOG_PONG_PING, 5.0,
+                                                 "credit2", bg))["samples"][5]
             self.assertEqual((x["t"], x["cause"], x["runner"], x["runner_ran_ms"]),
                              (14_002_000, "pong vCPU waited", "hog0 vcpu", 1.0))
             ended[bool(bg)] = x["ended"]
@@ -283,21 +290,14 @@ class TailExplain(unittest.TestCase):
         for woke in (11.5, 13.0):
             lines = [
                 sw(11.0, 1, 0, 120, "R", 100, 88, comms),
-                f"  x-50 [000] d..2. {woke / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=201 "
-                "prio=120 target_cpu=001\n",
+                wakeup(woke, 201),
                 sw(15.0, 1, 100, 88, "R", 201, 88, comms),
-                f"  x-50 [000] d..2. {15.4 / 1000:.6f}: sched_wakeup: comm=CPU 0/TCG pid=301 "
-                "prio=120 target_cpu=001\n",
+                wakeup(15.4, 301),
                 sw(15.5, 1, 201, 88, "S", 301, 88, comms),
-            ] + [f"  x-301 [001] ..... {(16 + i / 1000) / 1000:.6f}: sys_write(fd: 9, buf: 0x1, "
-                 "count: 1)\n" for i in range(25)] + [sw(17.0, 1, 301, 88, "S", 0, 120, comms)]
+            ] + printed(16) + [sw(17.0, 1, 301, 88, "S", 0, 120, comms)]
             with tempfile.TemporaryDirectory() as d:
-                trace = {"path": write_trace(d, lines), "size0": 1000, "size1": 1000,
-                         "overrun": 0, "offsets": [(5, 1000)], "rtts": [6.0],
-                         "threads": {100: ("hog0", "vcpu"), 201: ("pong", "vcpu"),
-                                     301: ("ping", "vcpu")},
-                         "row": {"sched": "credit2", "pool": [], "pp": {}, "bg": {}}}
-                x = ping_tail.explain_run(trace)["samples"][5]
+                x = ping_tail.explain_run(window(write_trace(d, lines), HOG_PONG_PING, 6.0,
+                                                 "credit2"))["samples"][5]
             self.assertEqual((x["cause"], x["runner"]), ("pong vCPU waited", "hog0 vcpu"))
             into[woke] = (x["woke_into_run_ms"], x["inside_ratelimit"])
         self.assertEqual(into, {11.5: (0.5, True), 13.0: (2.0, False)})
