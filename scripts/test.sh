@@ -3,17 +3,23 @@
 #
 # The README's test command: installs what is missing, builds with -Werror,
 # runs every test (unit, simulator, integration on real threads, QEMU and
-# libvirtd, and the real-host rig: a 4-CPU, 2-node VM with systemd, cgroup
-# v2 and libvirt, tests/rig), checks the Debian package
-# (scripts/check-package.sh), boots real Xen under QEMU for one share check
-# (bench/xen), then rebuilds with ASan+UBSan and runs them all again but the
-# rig, then with TSan the tests that run threads, then checks formatting and
-# runs the fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd,
-# virtiofsd).
+# libvirtd, the timing tests alone on the machine, and the real-host rig: a
+# 4-CPU, 2-node VM with systemd, cgroup v2 and libvirt, tests/rig), checks
+# the Debian package (scripts/check-package.sh), boots real Xen under QEMU
+# for one share check (bench/xen), then rebuilds with ASan+UBSan and runs
+# the functional tests again (no rig, no benchmark, no timing test: the
+# sanitizers check memory and races, not shares), then with TSan the
+# functional tests that run threads, then checks formatting and runs the
+# fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd, virtiofsd).
+#
+# Each stage prints its time against its budget (the whole run: 30 minutes
+# on a 2-CPU machine, apt included); each suite ends with the ten smallest
+# margins of its timing checks, and a failed suite lists its failed tests
+# and their margins before their output (scripts/margins.py).
 #
 # As root:
 #   ./scripts/test.sh            everything
-#   ./scripts/test.sh --quick    one build, no rig, no sanitizers, no fuzzing
+#   ./scripts/test.sh --quick    one build, no rig, no VMs, no sanitizers, no fuzzing
 #   ./scripts/test.sh --rig      one build, the rig's tests alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,11 +36,39 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "test.sh: must run as root (from a root shell: ./scripts/test.sh)" >&2
     exit 1
 fi
-./scripts/deps.sh
 jobs=$(nproc)
 
+# --- stages: each one's time against its budget ------------------------------
+t_start=$(date +%s)
+stage_name='' stage_budget=0 stage_t0=0 stages=()
+stage() { # NAME BUDGET_S: ends the stage before, starts this one
+    local now
+    now=$(date +%s)
+    if [ -n "$stage_name" ]; then
+        stages+=("$(printf '%-28s %5d s  (budget %4d s)%s' "$stage_name" $((now - stage_t0)) \
+            "$stage_budget" "$([ $((now - stage_t0)) -gt "$stage_budget" ] && echo '  OVER')")")
+    fi
+    stage_name=$1 stage_budget=${2:-0} stage_t0=$now
+    [ -n "$stage_name" ] && echo "== $stage_name (budget ${stage_budget} s)"
+    return 0
+}
+report_stages() {
+    local rc=$? total
+    stage ''
+    total=$(($(date +%s) - t_start))
+    echo "== stage times ($mode)"
+    printf '  %s\n' "${stages[@]}"
+    printf '  %-28s %5d s  (budget %4d s)\n' total "$total" "$budget_total"
+    return $rc
+}
+case $mode in all) budget_total=1800 ;; quick) budget_total=600 ;; rig) budget_total=900 ;; esac
+trap report_stages EXIT
+
+stage deps 180
+./scripts/deps.sh
+
 run_suite() { # name, extra cmake args... [-- extra ctest args...]
-    local dir="$top/build/$1" cmake_args=() ctest_args=()
+    local dir="$top/build/$1" cmake_args=() ctest_args=() rc=0
     shift
     while [ $# -gt 0 ] && [ "$1" != -- ]; do cmake_args+=("$1"); shift; done
     [ $# -gt 0 ] && shift && ctest_args=("$@")
@@ -42,48 +76,69 @@ run_suite() { # name, extra cmake args... [-- extra ctest args...]
     cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "${cmake_args[@]}" >/dev/null
     cmake --build "$dir" -j "$jobs"
     echo "== test $dir"
-    # Integration tests serialise themselves (tests/integration/run-exclusive).
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "${ctest_args[@]}"
+    rm -f "$dir/margins.jsonl" "$dir/rig/margins.jsonl"
+    # Host tests run one at a time (RESOURCE_LOCK host), timing tests alone
+    # (RUN_SERIAL); the output of a failed test comes after its margins.
+    ctest --test-dir "$dir" -j "$jobs" --timeout 900 "${ctest_args[@]}" || rc=$?
+    if [ $rc -ne 0 ]; then
+        python3 scripts/margins.py "$dir" --failed
+        return $rc
+    fi
+    python3 scripts/margins.py "$dir"
 }
 
 # The rig boots once (rig.boot, alone: it takes both CPUs), then each rig
 # test reports its result; the sanitizer builds leave it out.
 case $mode in
-rig) run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -L '^rig$'; exit 0 ;;
-quick) run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -LE '^rig$'; exit 0 ;;
+rig)
+    stage 'rig' 900
+    run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -L '^rig$'
+    exit 0 ;;
+quick)
+    stage 'build and test (quick)' 540
+    run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -LE '^(rig|vm|bench)$'
+    exit 0 ;;
 esac
+stage 'build and test: ci' 1020
 run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # The Debian package: contents, lintian, install/purge in a clean Debian 12
 # root, the unit verified, the packaged daemon run (docs/packaging.md). The
 # rig built it from the same sources already: scripts/build-deb.sh reuses it.
-echo "== package"
+stage package 150
 ./scripts/check-package.sh "$top/build/ci"
 
 # Real Xen 4.17 (Debian's packages, fetched, never installed) booted under
 # QEMU: one 2:1 weight split under Credit (bench/xen). ~2 min under TCG
 # (first run: +1 min to fetch and build the rig into bench/xen/cache).
-echo "== xen reference smoke"
+stage 'xen reference smoke' 180
 python3 bench/xen/compare.py --smoke --window 10
 
+# The functional tests: not the rig's, the benchmarks' or the timing ones.
+stage 'asan+ubsan' 360
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON \
-    -- -LE '^rig$'
+    -- -LE '^(rig|bench|timing)$'
 
 # ThreadSanitizer on what runs threads: the control server, the event
 # source, the daemon's dispatchers (both patterns), its libvirt watcher and vCPU
 # resync threads, a move between pools (integration.move) and its metrics
-# file (written from the control loop while dispatchers run).
+# file (written from the control loop while dispatchers run); functional
+# tests only.
 # A report stops the reporting process (halt_on_error): a test, or the
 # daemon, whose log the tests check (tests/integration/vstest.py).
+stage tsan 240
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
     run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON \
-    -- -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|service|policies|libvirt|move|top))$'
+    -- -LE '^timing$' \
+    -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|service|policies|libvirt|move|top))$'
 
-echo "== format"
+stage format 30
 git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
 
-echo "== clang -Werror build, fuzz (60 s per target)"
+stage 'clang -Werror build, fuzz' 240
+fuzz_s=30
+echo "clang -Werror build, fuzz ($fuzz_s s per target)"
 CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DVCPUSCHED_FUZZ=ON \
     -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 # Everything, so clang -Werror sees every file, not only the fuzzers.
@@ -91,7 +146,7 @@ cmake --build "$top/build/fuzz" -j "$jobs"
 for f in "$top"/build/fuzz/tests/fuzz_*; do
     [ -f "$f" ] && [ -x "$f" ] || continue # not the corpus folders beside them
     name=$(basename "$f")
-    opts=(-max_total_time=60 -print_final_stats=1)
+    opts=(-max_total_time=$fuzz_s -print_final_stats=1)
     if [ -f "$top/tests/fuzz/$name.dict" ]; then
         opts+=("-dict=$top/tests/fuzz/$name.dict")
     fi

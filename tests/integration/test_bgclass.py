@@ -18,9 +18,13 @@ everything between the timer and the thread running (the daemon's pass,
 the elevation). CPU shares come from /proc/<pid>/schedstat against wall
 time. sched_rt_runtime_us is -1 while the daemon runs (and restored), so
 that the 50 ms real-time hole per second does not count against the hogs.
-These are integration tests with generous bounds; the numbers are printed."""
+Shares are medians of windows (vstest.measure) of the CPU time the CPU had
+after steal and interrupts (/proc/stat): the hypervisor's steal on a shared
+host is not the scheduler's doing. Each check records its margin and the
+noise it measured; the timing tests run alone, never under a sanitizer."""
 
 import os
+import statistics
 import time
 import unittest
 
@@ -28,7 +32,17 @@ import vstest
 
 WINDOW_S = 4.0  # CPU shares
 LAT_S = 8.0  # latency phases: ~800 wakes, so that p99 is not two or three outliers
+WINDOWS = 4  # shares: the median of 4 windows
 BETA_MS = 500
+# The hogs' part of the CPU time the sleeper left them (work conservation
+# beside a foreground sleeper): measured 0.95-0.98 here; a class layer
+# that idles the CPU between background slices loses far more.
+BESIDE_MIN = 0.90
+# Batch mode: the hogs' part of the CPU's time once the sleeper is gone.
+# Measured 0.985-0.995 under Credit; each Credit2 switch (every 1 ms, its
+# ratelimit) costs a dispatcher pass, so Credit2 is held to itself.
+BATCH_MIN = 0.97
+BATCH_VS_FG = 0.03  # Credit2, two windows one after the other
 
 
 class BackgroundClassTest(vstest.DaemonTestCase):
@@ -53,49 +67,61 @@ class BackgroundClassTest(vstest.DaemonTestCase):
         time.sleep(LAT_S)
         alone, n1 = self.latencies(out, n0)
         hogs = [self.spawn(), self.spawn()]
+        tids = [h.tid for h in hogs]
         for i, h in enumerate(hogs):
             self.attach(d, f"hog{i}", h, "class=background")
         time.sleep(0.5)
         _, n2 = self.latencies(out, 0)
-        _, wall = vstest.shares([h.tid for h in hogs], LAT_S)
+        m1 = vstest.measure(tids + [io.tid], WINDOWS, LAT_S / WINDOWS)
         beside, _ = self.latencies(out, n2)
-        busy = sum(wall.values())
+        # The hogs' part of what the sleeper left them, per window.
+        left = [sum(w.run[t] for t in tids) / max(w.avail - w.run[io.tid], 1) for w in m1.windows]
         st = self.pool(d)
         doms = {x["name"]: x for x in d.json("list")["domains"]}
         # The sleeper stops: batch mode after beta, the hogs take the CPU.
         io.stop()
         time.sleep(BETA_MS / 1000 + 0.5)
-        _, wall2 = vstest.shares([h.tid for h in hogs], WINDOW_S)
-        batch = sum(wall2.values())
+        m2 = vstest.measure(tids, WINDOWS, WINDOW_S / WINDOWS)
+        batch = [sum(w.of_avail.values()) for w in m2.windows]
         st2 = self.pool(d)
         doms2 = {x["name"]: x for x in d.json("list")["domains"]}
         # The same hogs as foreground domains: what the policy alone gives them.
         for i in range(2):
             d.ctl("set", f"hog{i}", "class=foreground")
         time.sleep(0.3)
-        _, wall3 = vstest.shares([h.tid for h in hogs], WINDOW_S)
-        alone_fg = sum(wall3.values())
+        m3 = vstest.measure(tids, WINDOWS, WINDOW_S / WINDOWS)
+        alone_fg = [sum(w.of_avail.values()) for w in m3.windows]
+        med, sd = statistics.median, vstest.noise
         p = vstest.percentile
         print(f"\n{policy}: sleeper wake-to-run us alone p50 {p(alone, 50)} p99 {p(alone, 99)} "
               f"max {max(alone)} (n={len(alone)}); beside two background hogs p50 "
               f"{p(beside, 50)} p99 {p(beside, 99)} max {max(beside)} (n={len(beside)}); "
-              f"hogs {busy:.3f} of the CPU beside it, {batch:.3f} after beta "
-              f"({alone_fg:.3f} as foreground domains); "
+              f"hogs {med(left):.3f} of what the sleeper left, {med(batch):.3f} of the CPU "
+              f"after beta ({med(alone_fg):.3f} as foreground domains); steal "
+              f"{m1.part('steal')[0]:.3f} of wall time; "
               f"gap slices {st['bg_gap_slices']}, alpha {st['bg_alpha_slices']}, "
               f"batch entered {st2['bg_batch_enters']}, left {st2['bg_batch_exits']}; "
               f"missed wakes {d.json('stats')['event_source']['missed_wakes']}")
-        self.assertGreater(len(alone), 600)
-        self.assertGreater(len(beside), 600)
-        self.assertLessEqual(p(beside, 99), 2 * p(alone, 99),
-                             "foreground wake-to-run p99 beside background hogs")
-        self.assertGreaterEqual(busy, 0.85, "background hogs beside the sleeper (work conservation)")
+        vstest.within(self, "sleeper wakes alone", len(alone), lo=600, scale=600,
+                      why="~800 in 8 s")
+        vstest.within(self, "sleeper wakes beside the hogs", len(beside), lo=600, scale=600,
+                      why="~800 in 8 s")
+        vstest.within(self, "sleeper p99 wake-to-run beside background hogs over alone",
+                      p(beside, 99) / max(p(alone, 99), 1), hi=2, scale=2,
+                      why="the class keeps the foreground's tail: within 2x")
+        vstest.within(self, "background hogs' part of what the sleeper left", med(left),
+                      lo=BESIDE_MIN, noise=sd(left), scale=1 - BESIDE_MIN,
+                      why="work conservation; 0.95-0.98 measured")
         if policy == "credit2":
-            # Two windows one after the other: 3 points of noise under a
-            # sanitizer (ASan measured 0.942 beside 0.954); a class layer
-            # that still held the hogs would lose far more.
-            self.assertGreaterEqual(batch, alone_fg - 0.03, "batch mode vs Credit2 alone")
+            vstest.within(self, "batch mode against the same hogs in the foreground",
+                          med(batch) - med(alone_fg), lo=-BATCH_VS_FG,
+                          noise=sd(batch) + sd(alone_fg), scale=BATCH_VS_FG,
+                          why="Credit2 switches every 1 ms either way; a class layer that "
+                              "still held the hogs would lose far more")
         else:
-            self.assertGreaterEqual(batch, 0.97, "background hogs in batch mode")
+            vstest.within(self, "background hogs in batch mode", med(batch), lo=BATCH_MIN,
+                          noise=sd(batch), scale=1 - BATCH_MIN,
+                          why="0.985-0.995 measured: the hogs alone on the CPU")
         # While the sleeper ran: normal mode, gaps, no batch; then batch.
         self.assertEqual(st["bg_domains"], 2)
         self.assertEqual(st["bg_batch_enters"], 0)
@@ -112,9 +138,11 @@ class BackgroundClassTest(vstest.DaemonTestCase):
             self.assertTrue(vstest.is_fifo(h.tid))
         return d, hogs
 
+    @vstest.timing
     def test_credit2_sleeper_beside_background_hogs(self):
         self.check_sleeper_and_hogs("credit2")
 
+    @vstest.timing
     def test_credit_sleeper_beside_background_hogs(self):
         d, hogs = self.check_sleeper_and_hogs("credit")
         # Background again, batch mode after beta; a foreground wake ends it at once.

@@ -3,7 +3,15 @@
 CPU: weights, caps, BOOST's wake latency, the tick exploit, and switching a
 running pool between the two. Shares come from /proc/<pid>/schedstat over
 3 s; sched_rt_runtime_us is set to -1 while the daemon runs (and restored)
-so that the 50 ms real-time hole per second does not blur caps."""
+so that the 50 ms real-time hole per second does not blur caps.
+
+The tests marked vstest.timing check shares and latencies: each takes the
+median of several windows (vstest.measure), records its margin and the
+noise it measured (the windows' spread), and measures once more after a
+miss (vstest.again). Shares between managed threads are taken of what the
+threads had; a capped thread's of wall time (a cap is CPU time per period
+of wall time); what the CPU gave nobody (idle, the dispatcher) of the time
+it had after steal and interrupts (/proc/stat)."""
 
 import os
 import time
@@ -11,49 +19,68 @@ import unittest
 
 import vstest
 
-TOL = 0.03        # +-3 points
+# Shares: the median of 6 windows of 0.5 s, +-3 points on a quiet host,
+# else 3 standard errors of that median as this run measured them (bursts
+# of hypervisor steal hit one thread of a pair, and Credit's 30 ms slices
+# make 0.5 s windows coarse), at most +-6 points: the defects the checks are
+# there for (weights ignored, a cap ignored, ticks alone) are 15+ points off.
+TOL = 0.03
+WIDEST = 0.06
 WINDOW_S = 3.0
+WINDOWS = 6
+WINDOW1_S = WINDOW_S / WINDOWS
+
+
+def check_split(tc, what, m, tid, want, why="a managed thread's part of what they had"):
+    """A managed thread's median part of what the managed threads had."""
+    return vstest.near(tc, what, m.med("split", tid), want, TOL, noise=m.noise("split", tid),
+                       why=why, widest=WIDEST)
 
 
 class PolicyTest(vstest.DaemonTestCase):
-    def near(self, got, want, what):
-        self.assertAlmostEqual(got, want, delta=TOL, msg=f"{what}: {got:.3f}, want {want:.3f}")
-
     def check_weights(self, policy):
         d = self.daemon(policy)
         a, b = self.spawn(), self.spawn()
         self.attach(d, "a", a, "weight=256")
         self.attach(d, "b", b, "weight=512")
         time.sleep(0.5)
-        split, _ = vstest.shares([a.tid, b.tid], WINDOW_S)
-        self.near(split[a.tid], 1 / 3, f"{policy} weight 256")
-        self.near(split[b.tid], 2 / 3, f"{policy} weight 512")
 
+        def body():
+            m = vstest.measure([a.tid, b.tid], WINDOWS, WINDOW1_S)
+            check_split(self, f"{policy} weight 256", m, a.tid, 1 / 3)
+            check_split(self, f"{policy} weight 512", m, b.tid, 2 / 3)
+        vstest.again(self, body)
+
+    @vstest.timing
     def test_credit_weights(self):
         self.check_weights("credit")
 
+    @vstest.timing
     def test_credit2_weights(self):
         self.check_weights("credit2")
 
+    @vstest.timing
     def test_credit_cap25_next_to_hog(self):
         d = self.daemon("credit")
         capped, hog = self.spawn(), self.spawn()
         self.attach(d, "capped", capped, "cap=25")
         self.attach(d, "hog", hog)
         time.sleep(0.5)
-        _, wall = vstest.shares([capped.tid, hog.tid], WINDOW_S)
-        self.near(wall[capped.tid], 0.25, "cap 25")
-        self.near(wall[hog.tid], 0.75, "uncapped hog")
+        vstest.again(self, lambda: vstest.check_cap(
+            self, "credit cap 25 next to a hog",
+            vstest.measure([capped.tid, hog.tid], WINDOWS, WINDOW1_S), capped.tid, 25, hog.tid))
         parks = d.json("list")["domains"][0]["vcpus"][0]["policy"]["parks"]
         self.assertGreater(parks, 0, "a cap is enforced by parking")
 
+    @vstest.timing
     def test_credit2_cap50_alone(self):
         d = self.daemon("credit2")
         capped = self.spawn()
         self.attach(d, "capped", capped, "cap=50")
         time.sleep(0.5)
-        _, wall = vstest.shares([capped.tid], WINDOW_S)
-        self.near(wall[capped.tid], 0.50, "credit2 cap 50 alone")
+        vstest.again(self, lambda: vstest.check_cap(
+            self, "credit2 cap 50 alone", vstest.measure([capped.tid], WINDOWS, WINDOW1_S),
+            capped.tid, 50))
 
     def boost_latency(self, boost):
         d = self.daemon("credit", f"boost={boost}")
@@ -72,21 +99,27 @@ class PolicyTest(vstest.DaemonTestCase):
         lat = vstest.read_latencies(out)[settled:]
         return vstest.percentile(lat, 50), vstest.percentile(lat, 99), len(lat)
 
+    @vstest.timing
     def test_credit_boost_lowers_wake_latency(self):
-        on50, on99, n_on = self.boost_latency("on")
-        self.tearDown()
-        self.setUp()
-        off50, off99, n_off = self.boost_latency("off")
-        print(f"\ncredit wake latency us: boost on p50 {on50} p99 {on99} (n={n_on}); "
-              f"boost off p50 {off50} p99 {off99} (n={n_off})")
-        self.assertGreater(n_on, 100)
-        # Without BOOST an UNDER waker waits for the running UNDER hog's
-        # 30 ms slice: the tail is slices, not microseconds.
-        self.assertLess(on99 * 5, off99, "BOOST should cut the tail wake latency")
+        def body():
+            on50, on99, n_on = self.boost_latency("on")
+            self.tearDown()
+            self.setUp()
+            off50, off99, n_off = self.boost_latency("off")
+            self.tearDown()
+            self.setUp()
+            print(f"\ncredit wake latency us: boost on p50 {on50} p99 {on99} (n={n_on}); "
+                  f"boost off p50 {off50} p99 {off99} (n={n_off})")
+            vstest.within(self, "wakes logged with BOOST on", n_on, lo=100, scale=100,
+                          why="~300 in 3 s")
+            # Without BOOST an UNDER waker waits for the running UNDER hog's
+            # 30 ms slice: the tail is slices, not microseconds.
+            vstest.within(self, "p99 wake latency without BOOST over with it", off99 / max(on99, 1),
+                          lo=5, scale=5, noise=None,
+                          why="slices (~30 ms) against a boosted wake (~0.1-1 ms)")
+        vstest.again(self, body)
 
-    @unittest.skipIf(os.environ.get("VCPUSCHED_SANITIZER") == "thread",
-                     "the pattern dodges ticks by 0.1 ms; a TSan-instrumented "
-                     "dispatcher runs them late, so the ticks do not line up")
+    @vstest.timing
     def test_credit_tick_exploit_gets_no_more_than_its_share(self):
         # Credit's ticks are armed on multiples of 10 ms of the daemon's
         # CLOCK_MONOTONIC when the CPU leaves idle, then every 10 ms from
@@ -108,17 +141,32 @@ class PolicyTest(vstest.DaemonTestCase):
         self.attach(d, "hog", hog)
         self.attach(d, "sly", sly)
         time.sleep(0.5)
-        split, _ = vstest.shares([hog.tid, sly.tid], WINDOW_S)
-        st = {x["name"]: x["vcpus"][0]["policy"] for x in d.json("list")["domains"]}
-        print(f"\ncredit tick exploit: sly {split[sly.tid]:.3f} of the CPU used; sly seen by "
-              f"{st['sly']['ticks']} ticks, {st['sly']['sightings']} measured sightings; "
-              f"hog seen by {st['hog']['ticks']} ticks")
-        # The pattern really dodges the ticks (else this proves nothing).
-        self.assertGreater(st["hog"]["ticks"], 250)
-        self.assertLess(st["sly"]["ticks"] * 50, st["hog"]["ticks"], "ticks not lined up")
-        self.near(split[sly.tid], 0.5, "sly thread dodging every tick")
-        self.assertGreater(st["sly"]["sightings"], 0)
 
+        def body():
+            before = {x["name"]: x["vcpus"][0]["policy"] for x in d.json("list")["domains"]}
+            m = vstest.measure([hog.tid, sly.tid], WINDOWS, WINDOW1_S)
+            st = {x["name"]: x["vcpus"][0]["policy"] for x in d.json("list")["domains"]}
+            ticks = {n: st[n]["ticks"] - before[n]["ticks"] for n in st}
+            print(f"\ncredit tick exploit: sly {m.med('split', sly.tid):.3f} of the CPU used; "
+                  f"sly seen by {ticks['sly']} ticks, {st['sly']['sightings']} measured "
+                  f"sightings; hog seen by {ticks['hog']} ticks")
+            # The pattern really dodges the ticks (else this proves nothing):
+            # the ticks run, and they see sly far less often than its part
+            # of the CPU (a half) would have them do: ticks alone would
+            # leave it UNDER and boosted, and it would take ~88 % of the CPU.
+            # On a quiet host 1 tick in 300 sees it; a host whose hypervisor
+            # steals in bursts (seen here: 10-33 % of a window) shifts the
+            # pattern, and up to 1 in 5 do.
+            vstest.within(self, "ticks that saw the hog in 3 s", ticks["hog"], lo=100, scale=100,
+                          why="~300 ticks in 3 s")
+            vstest.within(self, "sly's part of the ticks that saw either thread",
+                          ticks["sly"] / max(ticks["sly"] + ticks["hog"], 1), hi=0.25, scale=0.25,
+                          why="ticks undersample sly by 2x or more (its part of the CPU: 0.5)")
+            check_split(self, "sly thread dodging every tick", m, sly.tid, 0.5)
+            self.assertGreater(st["sly"]["sightings"], 0)
+        vstest.again(self, body, attempts=3)
+
+    @vstest.timing
     def test_credit2_sleeper_latency_reported(self):
         d = self.daemon("credit2")
         out = os.path.join(d.dir, "lat")
@@ -130,7 +178,8 @@ class PolicyTest(vstest.DaemonTestCase):
         print(f"\ncredit2 sleeper wake latency us under two hogs: p50 "
               f"{vstest.percentile(lat, 50)} p99 {vstest.percentile(lat, 99)} "
               f"max {max(lat)} (n={len(lat)})")
-        self.assertGreater(len(lat), 100)
+        vstest.within(self, "wakes logged in 3 s", len(lat), lo=100, scale=100,
+                      why="~300: every 10 ms")
 
     # --- per-vCPU policy state in list --json -------------------------------
 
@@ -144,6 +193,7 @@ class PolicyTest(vstest.DaemonTestCase):
             self.assertIn(k, pol, f"{who}: no {k} in {pol}")
             self.assertIsInstance(pol[k], int, f"{who}: {k} = {pol[k]!r}")
 
+    @vstest.timing
     def test_credit_list_json_shows_vcpu_state(self):
         d = self.daemon("credit")
         hog, io = self.spawn(), self.spawn("sleeper", period_ms=5)
@@ -162,19 +212,27 @@ class PolicyTest(vstest.DaemonTestCase):
             # Credit is burned from the run time the daemon measured.
             self.assertGreater(pol["run_ns"], 0, name)
             self.assertLessEqual(pol["run_ns"], v["run_ns"], name)
-        self.assertGreater(st["hog"][1]["parks"], 0, "cap=50 parks the hog")
+        # A cap is enforced by parking once the hog has run past it: within
+        # a few accounting periods on a quiet host; later when the
+        # hypervisor's steal kept it under its cap for a while (seen: none
+        # in the first second).
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: self.vcpu_state(d)["hog"][1]["parks"] > 0, vstest.stretch(5.0), step=0.1),
+            "cap=50 parks the hog")
         self.assertEqual(st["io"][1]["parks"], 0)
         # Counted when an UNDER vCPU is boosted (a BOOST one that wakes stays
         # BOOST until a tick sees it running, which a short sleeper dodges).
         self.assertGreater(st["io"][1]["boosts"], 0, "an UNDER sleeper is boosted on wake")
         # About half a CPU for the capped hog over the second it ran.
-        self.assertGreater(st["hog"][1]["run_ns"], 300e6)
-        self.assertLess(st["hog"][1]["run_ns"], 800e6)
+        vstest.within(self, "run time charged to the cap-50 hog in ~1 s (s)",
+                      st["hog"][1]["run_ns"] / 1e9, lo=0.3, hi=0.8, scale=0.25,
+                      why="half of ~1 s, +-0.25 s: attach and start-up times vary")
         time.sleep(0.3)
         later = self.vcpu_state(d)
         self.assertGreater(later["hog"][1]["run_ns"], st["hog"][1]["run_ns"])
         self.assertGreater(later["io"][0]["wakes"], st["io"][0]["wakes"])
 
+    @vstest.timing
     def test_credit2_list_json_shows_vcpu_state(self):
         d = self.daemon("credit2")
         # Sleeps 20 ms between bursts: runnable a few % of the time even
@@ -202,8 +260,10 @@ class PolicyTest(vstest.DaemonTestCase):
         self.assertGreater(hog_pol["parks"], 0)
         self.assertNotIn("budget_ns", io_pol, "no cap, no budget")
         # Runnable about half the time (parked the rest) vs. almost never.
-        self.assertGreater(hog_pol["load_pct"], 30)
-        self.assertLess(io_pol["load_pct"], 25)
+        vstest.within(self, "load of the cap-50 hog (%)", hog_pol["load_pct"], lo=30, scale=20,
+                      why="~50: runnable while not parked")
+        vstest.within(self, "load of a 20 ms sleeper (%)", io_pol["load_pct"], hi=25, scale=20,
+                      why="a few %: runnable for its bursts")
         self.assertGreater(hog_pol["load_pct"], io_pol["load_pct"])
         time.sleep(0.3)
         later = self.vcpu_state(d)
@@ -282,7 +342,10 @@ class PolicyTest(vstest.DaemonTestCase):
         self.assertEqual(doms[0][4]["cap"], "200")
         self.assertEqual(pools[0][3]["ratelimit_us"], "0")
 
-    def test_switch_credit_credit2_keeps_every_thread(self):
+    def switch_around(self):
+        """A Credit pool of two hogs (weights 512, 256) and a sleeper,
+        switched to Credit2 and back twice: every thread kept, FIFO on the
+        managed CPU, with its weight, after each switch."""
         d = self.daemon("credit")
         ps = [self.spawn() for _ in range(2)] + [self.spawn("sleeper")]
         for i, p in enumerate(ps):
@@ -297,8 +360,21 @@ class PolicyTest(vstest.DaemonTestCase):
             for p in ps:
                 self.assertTrue(vstest.is_fifo(p.tid))
                 self.assertEqual(os.sched_getaffinity(p.tid), {vstest.MANAGED_CPU})
-        split, _ = vstest.shares([ps[0].tid, ps[1].tid], WINDOW_S)
-        self.near(split[ps[0].tid], 2 / 3, "weight 512 after switches")
+        self.assertEqual(d.json("stats")["pools"][0]["violations"], 0)
+        return d, ps
+
+    def test_switch_credit_credit2_keeps_every_thread(self):
+        self.switch_around()
+
+    @vstest.timing
+    def test_weights_hold_after_switches(self):
+        d, ps = self.switch_around()
+        # Credit's accounting brings the credits apart in a few 30 ms
+        # periods after the last switch; a window taken at once saw 0.5-0.6.
+        time.sleep(1.0)
+        vstest.again(self, lambda: check_split(
+            self, "weight 512 after switches",
+            vstest.measure([ps[0].tid, ps[1].tid], WINDOWS, WINDOW1_S), ps[0].tid, 2 / 3))
         self.assertEqual(d.json("stats")["pools"][0]["violations"], 0)
 
 

@@ -72,7 +72,22 @@ class Tmux:
         return int(self.run("display-message", "-p", "#{pane_pid}").strip())
 
     def kill(self):
+        """The server, the pane's shell and whatever it runs, gone before
+        this returns (kill-server alone returns before they are)."""
+        try:
+            server = int(self.run("display-message", "-p", "#{pid}").strip())
+            shell = self.shell_pid()
+        except (subprocess.SubprocessError, ValueError):
+            server = shell = None
         subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True, timeout=10)
+        for pid, group in ((shell, True), (server, False)):
+            if pid is None:
+                continue
+            try:
+                (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            vstest.wait_until(lambda: vstest.exited(pid), 5)
 
 
 # After top exits, the shell says how and shows the terminal's modes.
@@ -175,10 +190,12 @@ class TopTest(unittest.TestCase):
         uptime = fams["vcpusched_uptime_seconds"].samples[0].value
         run = {s.labels["domain"]: s.value for s in fams["vcpusched_vcpu_run_seconds"].samples}
         self.assertEqual(set(run), {"hog", "waker"})
-        self.assertGreater(run["hog"], 0.5)  # ~95 % of 1.5 s
+        vstest.within(self, "hog's run time in its first 1.5 s (s)", run["hog"], lo=0.5,
+                      why="~95 % of 1.5 s; generous: a functional check")
         self.assertLess(run["hog"] + run["waker"], uptime)
         wakes = samples(fams["vcpusched_vcpu_wakes"], domain="waker")[0].value
-        self.assertGreater(wakes, 50)  # 200/s for 1.5 s
+        vstest.within(self, "waker's wakes in 1.5 s", wakes, lo=50,
+                      why="200/s for 1.5 s; generous: a functional check")
         info = {s.labels["domain"]: s.labels for s in fams["vcpusched_vcpu"].samples}
         self.assertEqual(info["hog"]["tid"], str(hog.pid))
         self.assertEqual(info["waker"]["pool"], "main")
@@ -191,7 +208,8 @@ class TopTest(unittest.TestCase):
         self.assertEqual(inf, count)
         self.assertGreater(count, 50)
         self.assertGreater(total, 0)
-        self.assertLess(total / count, 0.1)  # mean wake-to-MID well under 100 ms
+        vstest.within(self, "mean wake-to-MID (s)", total / count, hi=0.1,
+                      why="well under 100 ms; generous: a functional check")
         # Counters only grow (run time is charged at the policy's ticks: give it a few).
         time.sleep(0.3)
         again = families(om_parse, d.ctl("stats", "--openmetrics").stdout)

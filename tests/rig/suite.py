@@ -64,6 +64,9 @@ class TapResult(unittest.TestResult):
         os.dup2(log, 2)
         os.close(log)
         print(f"# {name} ({test.id()}), limit {self.limits[test.id()]} s", flush=True)
+        # The margins of its checks go to OUT/margins.jsonl under its ctest name.
+        os.environ["VCPUSCHED_TEST"] = f"rig.{name}"
+        os.environ["VCPUSCHED_MARGINS"] = os.path.join(self.out, "margins.jsonl")
         signal.alarm(self.limits[test.id()])
         console(f"TEST-START {name}")
 

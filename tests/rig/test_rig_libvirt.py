@@ -146,8 +146,9 @@ class LibvirtTest(unittest.TestCase):
             print(f"# vCPU thread {tid}, 10 s: charged {res[tid][0] / 1e9:.3f} s, "
                   f"the kernel says {res[tid][1] / 1e9:.3f} s", flush=True)
         for tid, (charged, kernel) in res.items():
-            self.assertLessEqual(charged, kernel * 1.1 + 10_000_000, f"thread {tid}")
-            self.assertGreaterEqual(charged, kernel * 0.9 - 10_000_000, f"thread {tid}")
+            vstest.within(self, f"thread {tid}: charged run time (s)", charged / 1e9,
+                          lo=(kernel * 0.9 - 10_000_000) / 1e9, hi=(kernel * 1.1 + 10_000_000) / 1e9,
+                          scale=kernel * 0.1 / 1e9, why="what the kernel says it ran, +-10 %")
 
     def test_d_cap_parks_through_cgroup_freeze(self):
         _, tids = status_vcpus()

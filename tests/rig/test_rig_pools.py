@@ -23,6 +23,7 @@ performance."""
 import json
 import os
 import signal
+import statistics
 import time
 import unittest
 
@@ -35,7 +36,9 @@ TOL = 0.05
 RR_TOL = 0.03
 WINDOW_S = 8.0
 LONG_WINDOW_S = 16.0  # rr's +-3 points, Credit's stealing: longer against TCG's noise
-BUSY_PART = 0.7  # TCG: a dispatcher pass costs ~0.1 ms, Credit2 switches ~every 1 ms
+WINDOWS = 6  # medians of 6 windows
+# The pool's CPUs idle no more than RT throttling leaves them idle and this.
+IDLE_SLACK = 0.10
 
 
 def setUpModule():
@@ -70,38 +73,45 @@ class PoolTest(unittest.TestCase):
     def near(self, got, want, what, tol=TOL):
         self.assertAlmostEqual(got, want, delta=tol, msg=f"{what}: {got:.3f}, want {want:.3f}")
 
-    def check_shares(self, what, *groups, tol=TOL, window=WINDOW_S, settle=1.0):
-        """Measure every hog at once; then per group (hogs sharing a set of
-        CPUs, and Xen's expectation for each in CPUs) each hog's part of
-        what the group had, in CPUs, against Xen's; and the group had at
-        least BUSY_PART of the CPUs Xen gives it, after RT throttling. A
-        window that misses is measured once more (TCG: the host's own
-        scheduling blurs windows; both are printed). Returns each group's
-        CPU time over wall time."""
-        for attempt in (1, 2):
-            try:
-                return self.measure_shares(what, groups, tol, window, settle)
-            except AssertionError as e:
-                if attempt == 2:
-                    raise
-                print(f"# {what}: {e}; measuring again", flush=True)
+    def check_shares(self, what, *groups, cpus, tol=TOL, window=WINDOW_S, settle=1.0):
+        """Measure every hog at once over WINDOWS windows; then per group
+        (hogs sharing a set of CPUs, and Xen's expectation for each in
+        CPUs) each hog's median part of what the group had, in CPUs,
+        against Xen's; and the pool's CPUs (`cpus`) were kept busy: their
+        median idle part no more than what RT throttling leaves idle plus
+        IDLE_SLACK (an idle CPU beside queued hogs is idle a third of the
+        time or more). A measurement that misses is taken once more (TCG:
+        the host's own scheduling blurs windows; both are printed).
+        Returns each group's median CPU time over wall time."""
+        time.sleep(settle)
+        return vstest.again(self, lambda: self.measure_shares(what, groups, cpus, tol, window))
 
-    def measure_shares(self, what, groups, tol, window, settle):
+    def measure_shares(self, what, groups, cpus, tol, window):
         rt = rigtest.rt_fraction()
-        wall = rigtest.wall_shares([p.tid for hogs, _ in groups for p in hogs], window, settle)
+        m = vstest.measure([p.tid for hogs, _ in groups for p in hogs], WINDOWS,
+                           window / WINDOWS, cpus=cpus)
         raws = []
         for n, (hogs, xen) in enumerate(groups):
             label = what if len(groups) == 1 else f"{what}, group {n}"
-            raw = [wall[p.tid] for p in hogs]
-            got = [w / sum(raw) * sum(xen) for w in raw]
+            parts = [[w.run[p.tid] / max(sum(w.run[q.tid] for q in hogs), 1) * sum(xen)
+                      for w in m.windows] for p in hogs]
+            got = [statistics.median(x) for x in parts]
+            raw = [m.med("of_wall", p.tid) for p in hogs]
             rigtest.show(label, got, xen)
             print(f"# {label}: CPU time over wall time {' '.join(f'{w:.3f}' for w in raw)}, "
                   f"sum {sum(raw):.3f} of {sum(xen) * rt:.3f} (RT part {rt:.2f})", flush=True)
-            for i, (g, w) in enumerate(zip(got, xen)):
-                self.near(g, w, f"{label}, thread {i}", tol)
-            self.assertGreater(sum(raw), BUSY_PART * sum(xen) * rt,
-                               f"{label}: the CPUs were not kept busy")
+            for i, (g, x, w) in enumerate(zip(got, parts, xen)):
+                vstest.near(self, f"{label}, thread {i}: its part, in CPUs", g, w, tol,
+                            noise=vstest.noise(x), widest=2 * tol,
+                            why="Xen's figure; TCG blurs windows")
             raws.append(raw)
+        idle, idle_noise = m.part("idle")
+        print(f"# {what}: CPUs {sorted(cpus)} idle {idle:.3f} of the time, steal "
+              f"{m.part('steal')[0]:.3f}", flush=True)
+        vstest.within(self, f"{what}: idle part of the pool's CPUs", idle,
+                      hi=(1 - rt) + IDLE_SLACK, noise=idle_noise, scale=IDLE_SLACK,
+                      why="RT throttling's idle and a slack; an idle CPU beside queued hogs "
+                          "is idle 1/3 of the time or more")
         return raws
 
     def vcpu_policy(self, d):
@@ -116,7 +126,8 @@ class PoolTest(unittest.TestCase):
         d = self.daemon("1-3", "credit")
         hogs = self.hogs(d, 4)
         # Credit moves the fourth hog around at 30 ms steps: a long window.
-        self.check_shares("credit 4 hogs on CPUs 1-3", (hogs, [0.75] * 4), window=LONG_WINDOW_S)
+        self.check_shares("credit 4 hogs on CPUs 1-3", (hogs, [0.75] * 4), cpus={1, 2, 3},
+                          window=LONG_WINDOW_S)
         st = self.vcpu_policy(d)
         steals = sum(v["steals"] for v in st.values())
         cpus = sorted({v["cpu"] for v in st.values()})
@@ -130,7 +141,7 @@ class PoolTest(unittest.TestCase):
         heavy = self.hogs(d, 2, "heavy", "weight=512")
         light = self.hogs(d, 2, "light", "weight=256")
         self.check_shares("credit weights 512,512,256,256 on CPUs 2-3",
-                          (heavy + light, [2 / 3, 2 / 3, 1 / 3, 1 / 3]))
+                          (heavy + light, [2 / 3, 2 / 3, 1 / 3, 1 / 3]), cpus={2, 3})
 
     # --- Credit2 --------------------------------------------------------------
 
@@ -153,14 +164,15 @@ class PoolTest(unittest.TestCase):
                          "the three hogs are not spread over both runqueues")
         lone, pair = (by_rq[0], by_rq[1]) if len(by_rq[0]) == 1 else (by_rq[1], by_rq[0])
         self.check_shares("credit2 3 hogs on runqueues {1} and {2}: the lone one, the pair",
-                          (lone, [1.0]), (pair, [0.5, 0.5]))
+                          (lone, [1.0]), (pair, [0.5, 0.5]), cpus={1, 2})
         os.kill(lone[0].pid, signal.SIGSTOP)
         try:
             time.sleep(2.0)  # its load decays; balancing runs at credit resets
             rqs = {x["name"]: x["vcpus"][0]["policy"]["runqueue"]
                    for x in d.json("list")["domains"]}
             print(f"# lone hog stopped: runqueue of each hog: {rqs}", flush=True)
-            self.check_shares("credit2 the pair after the lone hog stopped", (pair, [1.0, 1.0]))
+            self.check_shares("credit2 the pair after the lone hog stopped", (pair, [1.0, 1.0]),
+                              cpus={1, 2})
             moved = [x["vcpus"][0]["policy"]["migrations"] for x in d.json("list")["domains"]]
             self.assertGreater(sum(moved), 0, "no hog changed runqueue")
         finally:
@@ -181,7 +193,7 @@ class PoolTest(unittest.TestCase):
         self.assertEqual((pools["main"]["policy"], pools["main"]["cpus"]), ("credit", [1]))
         self.assertEqual((pools["c2"]["policy"], pools["c2"]["cpus"]), ("credit2", [2, 3]))
         self.check_shares("credit on CPU 1 beside credit2 on CPUs 2-3",
-                          (a + b, [2 / 3, 1 / 3]), (c, [2 / 3] * 3))
+                          (a + b, [2 / 3, 1 / 3]), (c, [2 / 3] * 3), cpus={1, 2, 3})
         for h in a + b:
             self.assertEqual(os.sched_getaffinity(h.tid), {1})
         for h in c:
@@ -204,7 +216,8 @@ class PoolTest(unittest.TestCase):
             for h in main:  # the other pool is untouched
                 self.assertTrue(vstest.is_fifo(h.tid))
                 self.assertEqual(os.sched_getaffinity(h.tid), {1})
-        self.check_shares("4 hogs on CPUs 2-3 after 4 switches (credit2)", (hogs, [0.5] * 4))
+        self.check_shares("4 hogs on CPUs 2-3 after 4 switches (credit2)", (hogs, [0.5] * 4),
+                          cpus={2, 3})
         # A pool with domains is not destroyed; emptied, it is, under load.
         r = d.ctl("pool", "destroy", "p", check=False)
         self.assertEqual(r.returncode, 1)
@@ -214,8 +227,8 @@ class PoolTest(unittest.TestCase):
         self.assertTrue(rigtest.restored(hogs))
         d.ctl("pool", "destroy", "p")
         self.assertEqual([p["name"] for p in d.json("pool", "list")["pools"]], ["main"])
-        self.check_shares("rr on CPU 1 after the other pool went", (main, [0.5, 0.5]), tol=RR_TOL,
-                          window=LONG_WINDOW_S)
+        self.check_shares("rr on CPU 1 after the other pool went", (main, [0.5, 0.5]), cpus={1},
+                          tol=RR_TOL, window=LONG_WINDOW_S)
         # Its CPUs are free again for a new pool.
         d.ctl("pool", "create", "q", "cpus=2-3", "policy=rr")
         d.ctl("attach", "q0", "--pid", str(hogs[0].pid), "--pool", "q")
@@ -246,29 +259,39 @@ class PoolTest(unittest.TestCase):
             self.procs.append(p)
             timed("attach", f"t{i}", "--pid", str(p.pid))
         time.sleep(1.0)
-        for _ in range(10):
-            timed("list")
-            timed("stats")
-        every = sorted(t for ts in took.values() for t in ts)
-        for what, ts in took.items():
-            ts.sort()
-            print(f"# {len(ts)} {what}: p50 {ts[len(ts) // 2]:.3f} s, max {ts[-1]:.3f} s",
-                  flush=True)
-        print(f"# all {len(every)}: p50 {every[len(every) // 2]:.3f} s, max {every[-1]:.3f} s, "
-              f"{len(failed)} failed", flush=True)
-        # The daemon's own figure: the control path's waits for the pool's
-        # lock (a request's time above also has vcpuschedctl's start-up
-        # and the request's own work, slow under TCG).
+
+        def requests():
+            for ts in took.values():
+                if ts is not took["attach"]:
+                    ts.clear()
+            for _ in range(10):
+                timed("list")
+                timed("stats")
+            every = sorted(t for ts in took.values() for t in ts)
+            for what, ts in took.items():
+                ts.sort()
+                print(f"# {len(ts)} {what}: p50 {ts[len(ts) // 2]:.3f} s, max {ts[-1]:.3f} s",
+                      flush=True)
+            print(f"# all {len(every)}: p50 {every[len(every) // 2]:.3f} s, max {every[-1]:.3f} s,"
+                  f" {len(failed)} failed", flush=True)
+            self.assertEqual(failed, [], "requests failed")
+            # A request's time also has vcpuschedctl's start-up and the
+            # request's own work, slow under TCG: measured once more after a miss.
+            vstest.within(self, "slowest control request under wakes (s)", every[-1], hi=2.0,
+                          why="each answered within 2 s")
+            return every
+
+        every = vstest.again(self, requests)
+        # The daemon's own figure: the control path's waits for the pool's lock.
         r = d.ctl("--timeout", "5000", "--json", "stats", check=False)
         pool = json.loads(r.stdout)["pools"][0] if r.returncode == 0 else {}
         waits, wait_ns = pool.get("control_waits", 0), pool.get("control_wait_ns", 0)
         wait_max = pool.get("control_wait_max_ns", 0) / 1e9
         print(f"# control path: {waits} waits for the pool lock, mean "
               f"{wait_ns / max(waits, 1) / 1e6:.3f} ms, max {wait_max * 1e3:.3f} ms", flush=True)
-        self.assertEqual(failed, [], "requests failed")
-        self.assertLess(every[-1], 2.0, "a request took over 2 s")
         self.assertGreater(waits, len(every), "stats: no control_waits")
-        self.assertLess(wait_max, 1.0, "the control path waited over 1 s for the pool lock")
+        vstest.within(self, "the control path's longest wait for the pool lock (s)", wait_max,
+                      hi=1.0, why="the dispatchers let it in")
 
     def test_charged_time_is_what_ran_on_two_cpus(self):
         # Threads that run ~1 ms and block 0.1 ms (as a TCG vCPU thread on
@@ -300,8 +323,9 @@ class PoolTest(unittest.TestCase):
             print(f"# thread {t}, {WINDOW_S:.0f} s: charged {charged / 1e9:.3f} s, "
                   f"the kernel says {kernel / 1e9:.3f} s", flush=True)
         for t, (charged, kernel) in res.items():
-            self.assertLessEqual(charged, kernel * 1.1 + 10_000_000, f"thread {t}")
-            self.assertGreaterEqual(charged, kernel * 0.9 - 10_000_000, f"thread {t}")
+            vstest.within(self, f"thread {t}: charged run time (s)", charged / 1e9,
+                          lo=(kernel * 0.9 - 10_000_000) / 1e9, hi=(kernel * 1.1 + 10_000_000) / 1e9,
+                          scale=kernel * 0.1 / 1e9, why="what the kernel says it ran, +-10 %")
 
     # --- the dedicated pattern ------------------------------------------------
 
@@ -310,10 +334,12 @@ class PoolTest(unittest.TestCase):
         d = self.daemon("2", "rr", "--pattern", "dedicated", "--dispatcher-cpu", "3",
                         "--pool-param", f"slice_us={vstest.slice_us(1000)}")
         hogs = self.hogs(d, 2)
-        raw, = self.check_shares("dedicated rr, 2 hogs on CPU 2", (hogs, [0.5, 0.5]), tol=RR_TOL,
-                                 window=LONG_WINDOW_S)
+        raw, = self.check_shares("dedicated rr, 2 hogs on CPU 2", (hogs, [0.5, 0.5]), cpus={2},
+                                 tol=RR_TOL, window=LONG_WINDOW_S)
         # No dispatcher on CPU 2: the hogs have all that RT throttling leaves.
-        self.assertGreater(sum(raw), 0.9 * rigtest.rt_fraction(), "CPU 2 went elsewhere")
+        vstest.within(self, "dedicated rr: the hogs' part of CPU 2 over what RT throttling "
+                      "leaves", sum(raw) / rigtest.rt_fraction(), lo=0.9, scale=0.1,
+                      why="no dispatcher on CPU 2")
         fifo = [int(t) for t in os.listdir(f"/proc/{d.proc.pid}/task") if vstest.is_fifo(int(t))]
         self.assertEqual([os.sched_getaffinity(t) for t in fifo], [{3}],
                          "one FIFO thread of the daemon, the dispatcher, on CPU 3")

@@ -421,16 +421,24 @@ park_set(pid_t tid, const struct act_orig *o, bool frozen)
     return write_file(path, v1 ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0"));
 }
 
-/* Remove our own park group (v1, v2 child); it must be empty by now. */
+/*
+ * Remove our own park group (v1, v2 child); it must be empty by now. On
+ * v1 the parent <freezer>/vcpusched goes too once it is empty (it is not
+ * while another thread is parked there: rmdir refuses), so that nothing
+ * of ours is left in the hierarchy.
+ */
 static void
 park_remove(pid_t tid, const struct act_orig *o)
 {
     enum cgroup_park_mode mode = park_mode_of(o);
-    char dir[CGROUP_DIR_MAX];
+    char dir[CGROUP_DIR_MAX], top[CGROUP_DIR_MAX];
 
     if ((mode == CGROUP_PARK_V1 || mode == CGROUP_PARK_V2_CHILD) &&
         park_dir_of(tid, o, dir, sizeof(dir)) == 0)
         (void)rmdir(dir);
+    if (mode == CGROUP_PARK_V1 &&
+        snprintf(top, sizeof(top), "%s/" CGROUP_V1_PARK_DIR, o->park_mount) < (int)sizeof(top))
+        (void)rmdir(top);
 }
 
 /* First park on v1: a freezer group of its own, <freezer>/vcpusched/<tid>. */
@@ -448,9 +456,15 @@ park_v1(struct act_thread *t, const struct act_park *p, char *err, size_t errlen
     park_record(&t->orig, CGROUP_PARK_V1, p->mount, cg);
     snprintf(top, sizeof(top), "%s/" CGROUP_V1_PARK_DIR, p->mount);
     r = park_dir_of(t->tid, &t->orig, dir, sizeof(dir));
-    if (r == 0 &&
-        ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0755) < 0 && errno != EEXIST)))
-        r = -errno;
+    /* Twice: another pool may remove an empty parent in between (park_remove). */
+    for (int i = 0; r == 0 && i < 2; i++) {
+        if ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0755) < 0 && errno != EEXIST))
+            r = -errno;
+        else
+            break;
+        if (r == -ENOENT && i == 0)
+            r = 0;
+    }
     if (r == 0)
         r = write_tid(dir, "tasks", t->tid);
     if (r < 0) {
