@@ -38,5 +38,9 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update
+# Package lists refreshed in the last hour (.ci/run has just done it) are
+# fresh enough.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages' -mmin -60 2>/dev/null | head -1)" ]; then
+    apt-get update
+fi
 apt-get install -y --no-install-recommends "${missing[@]}"

@@ -35,10 +35,12 @@ HOUSEKEEPING_CPU = 0
 # seconds and the host's own time slices (a few ms) blur 1 ms slices.
 # Start-up timeouts and the slices of share tests are multiplied by it.
 TIME_SCALE = float(os.environ.get("VCPUSCHED_TIME_SCALE", "1"))
-# Under a sanitizer the daemon runs 2-10x slower: functional deadlines
-# stretch by this factor (timing tests do not run there at all).
+# Under a sanitizer the daemon runs slower: functional deadlines stretch by
+# this factor (measured under ASan and TSan here: a kill -9 restored in
+# 0.02 s, a killed QEMU unlisted in 0.5 s of its 1 s, 20 restarts within
+# 0.7 s of their 3 s). Timing tests do not run there at all.
 SANITIZER = os.environ.get("VCPUSCHED_SANITIZER", "")
-DEADLINE_SCALE = TIME_SCALE * (10.0 if SANITIZER else 1.0)
+DEADLINE_SCALE = TIME_SCALE * (3.0 if SANITIZER else 1.0)
 
 
 def stretch(seconds):
@@ -123,8 +125,10 @@ def near(tc, what, got, want, tol, noise=None, why="", widest=None):
 
 # The part of the CPU's time (after steal and interrupts) that went to no
 # managed thread beside a hog: the dispatcher's passes and idle gaps.
-# Measured here 0.2-1.5 %; a hog held back by another's cap loses 50 %+.
-SPARE_MAX = 0.04
+# Measured here 0.6-2.7 % (the most with Credit2 parking through the v1
+# freezer: a freeze and a thaw every 10 ms); a hog held back by another's
+# cap loses 50 % or more.
+SPARE_MAX = 0.08
 CAP_TOL = 0.03
 
 
