@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: ISC
 #
-# The README's test command: installs what is missing, builds with -Werror,
-# runs every test (unit, simulator, integration on real threads, QEMU and
-# libvirtd, the timing tests alone on the machine, and the real-host rig: a
-# 4-CPU, 2-node VM with systemd, cgroup v2 and libvirt, tests/rig), checks
-# the Debian package (scripts/check-package.sh), boots real Xen under QEMU
-# for one share check (bench/xen), then rebuilds with ASan+UBSan and runs
-# the functional tests again (no rig, no benchmark, no timing test: the
-# sanitizers check memory and races, not shares), then with TSan the
-# functional tests that run threads, then checks formatting and runs the
-# fuzzers briefly. Needs root (SCHED_FIFO, cgroups, BPF, libvirtd, virtiofsd).
+# The README's test command: installs what is missing, builds with -Werror
+# (plain, ASan+UBSan, TSan), runs every test of the plain build (unit,
+# simulator, integration on real threads, QEMU and libvirtd, the timing
+# tests alone on the machine, the benchmarks at a tiny size), then the
+# real-host rig (a 4-CPU, 2-node VM with systemd, cgroup v2, AppArmor and
+# libvirt, tests/rig) while, beside it, the functional tests run again
+# under ASan+UBSan and those that run threads under TSan (no timing test:
+# the sanitizers check memory and races, not shares), formatting is checked
+# and the fuzzers run briefly; then checks the Debian package
+# (scripts/check-package.sh) beside real Xen booted under QEMU for one
+# share check (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF, libvirtd,
+# virtiofsd).
 #
 # Each stage prints its time against its budget (the whole run: 30 minutes
 # on a 2-CPU machine, apt included); each suite ends with the ten smallest
@@ -67,19 +69,21 @@ trap report_stages EXIT
 stage deps 180
 ./scripts/deps.sh
 
-run_suite() { # name, extra cmake args... [-- extra ctest args...]
-    local dir="$top/build/$1" cmake_args=() ctest_args=() rc=0
+build_suite() { # name, extra cmake args...
+    local dir="$top/build/$1"
     shift
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do cmake_args+=("$1"); shift; done
-    [ $# -gt 0 ] && shift && ctest_args=("$@")
     echo "== build $dir"
-    cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "${cmake_args[@]}" >/dev/null
+    cmake -S "$top" -B "$dir" -G Ninja -DVCPUSCHED_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j "$jobs"
-    echo "== test $dir"
-    rm -f "$dir/margins.jsonl" "$dir/rig/margins.jsonl"
+}
+
+test_suite() { # name [extra ctest args...]
+    local dir="$top/build/$1" rc=0
+    shift
+    echo "== test $dir $*"
     # Host tests run one at a time (RESOURCE_LOCK host), timing tests alone
     # (RUN_SERIAL); the output of a failed test comes after its margins.
-    ctest --test-dir "$dir" -j "$jobs" --timeout 900 "${ctest_args[@]}" || rc=$?
+    ctest --test-dir "$dir" -j "$jobs" --timeout 900 "$@" || rc=$?
     if [ $rc -ne 0 ]; then
         python3 scripts/margins.py "$dir" --failed
         return $rc
@@ -87,32 +91,108 @@ run_suite() { # name, extra cmake args... [-- extra ctest args...]
     python3 scripts/margins.py "$dir"
 }
 
-# The rig boots once (rig.boot, alone: it takes both CPUs), then each rig
-# test reports its result; the sanitizer builds leave it out.
+ci_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+asan_args=(-DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON)
+tsan_args=(-DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON)
+rm -f "$top/build/ci/margins.jsonl"
 case $mode in
 rig)
     stage 'rig' 900
-    run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -L '^rig$'
+    build_suite ci "${ci_args[@]}"
+    test_suite ci -L '^rig$'
     exit 0 ;;
 quick)
     stage 'build and test (quick)' 540
-    run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -- -LE '^(rig|vm|bench)$'
+    build_suite ci "${ci_args[@]}"
+    test_suite ci -LE '^(rig|vm|bench)$'
     exit 0 ;;
 esac
-stage 'build and test: ci' 1020
-run_suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+stage 'build: ci, asan, tsan' 120
+build_suite ci "${ci_args[@]}"
+build_suite asan "${asan_args[@]}"
+build_suite tsan "${tsan_args[@]}"
+
+# Everything of the first build but the rig: the timing tests alone on the
+# machine, host tests one at a time.
+stage 'test: ci (timing, functional, VMs, benchmarks)' 540
+test_suite ci -LE '^rig$'
+
+# The real-host rig (a TCG VM taking both CPUs for ~8 minutes; rig.boot,
+# then one ctest test per rig test) runs beside what has no timing check:
+# the sanitizer suites (functional tests, deadlines stretched), formatting
+# and the fuzzers. The rig changes nothing on the host; its own checks are
+# shares and idle time inside the VM, which the host's load does not move.
+stage 'rig, beside asan+ubsan, tsan, format, fuzz' 660
+rig_log=$top/build/rig-ctest.log
+test_suite ci -L '^rig$' >"$rig_log" 2>&1 &
+rig_pid=$!
+side_work() {
+    set -e
+    # The functional tests: not the rig's, the benchmarks' or the timing
+    # ones, nor the guest image's (vm: they run no binary of ours).
+    echo "== asan+ubsan"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        VCPUSCHED_SANITIZER=address test_suite asan -LE '^(rig|bench|timing|vm)$'
+
+    # ThreadSanitizer on what runs threads: the control server, the event
+    # source, the daemon's dispatchers (both patterns), its libvirt watcher
+    # and vCPU resync threads, a move between pools (integration.move) and
+    # its metrics file (written from the control loop while dispatchers
+    # run); functional tests only. A report stops the reporting process
+    # (halt_on_error): a test, or the daemon, whose log the tests check
+    # (tests/integration/vstest.py).
+    echo "== tsan"
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
+        test_suite tsan -LE '^timing$' \
+        -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|service|policies|libvirt|move|top))$'
+
+    echo "== format"
+    git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
+
+    fuzz_s=20
+    echo "== clang -Werror build, fuzz ($fuzz_s s per target)"
+    CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DVCPUSCHED_FUZZ=ON \
+        -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    # Everything, so clang -Werror sees every file, not only the fuzzers.
+    cmake --build "$top/build/fuzz" -j "$jobs"
+    for f in "$top"/build/fuzz/tests/fuzz_*; do
+        [ -f "$f" ] && [ -x "$f" ] || continue # not the corpus folders beside them
+        name=$(basename "$f")
+        opts=(-max_total_time=$fuzz_s -print_final_stats=1)
+        if [ -f "$top/tests/fuzz/$name.dict" ]; then
+            opts+=("-dict=$top/tests/fuzz/$name.dict")
+        fi
+        # New inputs go to the first (writable) corpus; the checked-in seeds are read.
+        corpora=("$top/build/fuzz/corpus-$name")
+        mkdir -p "${corpora[0]}"
+        if [ -d "$top/tests/fuzz/corpus/$name" ]; then
+            corpora+=("$top/tests/fuzz/corpus/$name")
+        fi
+        "$f" "${opts[@]}" "${corpora[@]}" 2>&1 | tail -3
+    done
+}
+# In a job of its own: set -e holds there (not in a subshell whose status
+# is tested).
+side_rc=0
+side_work &
+wait $! || side_rc=$?
+rig_rc=0
+echo "== rig: waiting for it"
+wait "$rig_pid" || rig_rc=$?
+cat "$rig_log"
+[ $side_rc -eq 0 ] || { echo "test.sh: a suite beside the rig failed (exit $side_rc)" >&2; exit $side_rc; }
+[ $rig_rc -eq 0 ] || { echo "test.sh: the rig failed (exit $rig_rc)" >&2; exit $rig_rc; }
 
 # The Debian package: contents, lintian, install/purge in a clean Debian 12
 # root, the unit verified, the packaged daemon run (docs/packaging.md). The
 # rig built it from the same sources already: scripts/build-deb.sh reuses it.
 # Beside it, real Xen 4.17 (Debian's packages, fetched, never installed)
-# booted under QEMU: one 2:1 weight split under Credit (bench/xen), a ratio
-# inside the guest that another process on the host does not move. Both
+# booted under QEMU: one 2:1 weight split under Credit (bench/xen). Both
 # begin with downloads (a Debian root, Xen's packages: a minute each on a
 # fresh machine), so they run side by side.
 stage 'package and xen reference smoke' 210
 pkg_log=$top/build/check-package.log
-mkdir -p "$top/build"
 ./scripts/check-package.sh "$top/build/ci" >"$pkg_log" 2>&1 &
 pkg_pid=$!
 xen_rc=0
@@ -123,49 +203,4 @@ cat "$pkg_log"
 [ $pkg_rc -eq 0 ] || { echo "test.sh: check-package.sh failed (exit $pkg_rc)" >&2; exit $pkg_rc; }
 [ $xen_rc -eq 0 ] || { echo "test.sh: the Xen smoke failed (exit $xen_rc)" >&2; exit $xen_rc; }
 
-# The functional tests: not the rig's, the benchmarks' or the timing ones,
-# nor the guest image's (vm: they run no binary of ours).
-stage 'asan+ubsan' 240
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    VCPUSCHED_SANITIZER=address run_suite asan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_SANITIZE=ON \
-    -- -LE '^(rig|bench|timing|vm)$'
-
-# ThreadSanitizer on what runs threads: the control server, the event
-# source, the daemon's dispatchers (both patterns), its libvirt watcher and vCPU
-# resync threads, a move between pools (integration.move) and its metrics
-# file (written from the control loop while dispatchers run); functional
-# tests only.
-# A report stops the reporting process (halt_on_error): a test, or the
-# daemon, whose log the tests check (tests/integration/vstest.py).
-stage tsan 200
-TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" VCPUSCHED_SANITIZER=thread \
-    run_suite tsan -DCMAKE_BUILD_TYPE=Debug -DVCPUSCHED_TSAN=ON \
-    -- -LE '^timing$' \
-    -R '^(unit\.(common|policy|events)|integration\.(control|events|daemon|service|policies|libvirt|move|top))$'
-
-stage format 30
-git ls-files '*.c' '*.h' | grep -v '^vm-images/' | xargs clang-format --dry-run -Werror
-
-stage 'clang -Werror build, fuzz' 150
-fuzz_s=20
-echo "clang -Werror build, fuzz ($fuzz_s s per target)"
-CC=clang cmake -S "$top" -B "$top/build/fuzz" -G Ninja -DVCPUSCHED_WERROR=ON -DVCPUSCHED_FUZZ=ON \
-    -DVCPUSCHED_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-# Everything, so clang -Werror sees every file, not only the fuzzers.
-cmake --build "$top/build/fuzz" -j "$jobs"
-for f in "$top"/build/fuzz/tests/fuzz_*; do
-    [ -f "$f" ] && [ -x "$f" ] || continue # not the corpus folders beside them
-    name=$(basename "$f")
-    opts=(-max_total_time=$fuzz_s -print_final_stats=1)
-    if [ -f "$top/tests/fuzz/$name.dict" ]; then
-        opts+=("-dict=$top/tests/fuzz/$name.dict")
-    fi
-    # New inputs go to the first (writable) corpus; the checked-in seeds are read.
-    corpora=("$top/build/fuzz/corpus-$name")
-    mkdir -p "${corpora[0]}"
-    if [ -d "$top/tests/fuzz/corpus/$name" ]; then
-        corpora+=("$top/tests/fuzz/corpus/$name")
-    fi
-    "$f" "${opts[@]}" "${corpora[@]}" 2>&1 | tail -3
-done
 echo "== all tests passed"

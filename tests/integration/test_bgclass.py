@@ -93,9 +93,10 @@ class BackgroundClassTest(vstest.DaemonTestCase):
         alone_fg = [sum(w.of_avail.values()) for w in m3.windows]
         med, sd = statistics.median, vstest.noise
         p = vstest.percentile
-        print(f"\n{policy}: sleeper wake-to-run us alone p50 {p(alone, 50)} p99 {p(alone, 99)} "
-              f"max {max(alone)} (n={len(alone)}); beside two background hogs p50 "
-              f"{p(beside, 50)} p99 {p(beside, 99)} max {max(beside)} (n={len(beside)}); "
+        print(f"\n{policy}: sleeper wake-to-run us alone p50 {p(alone, 50)} p95 {p(alone, 95)} "
+              f"p99 {p(alone, 99)} max {max(alone)} (n={len(alone)}); beside two background "
+              f"hogs p50 {p(beside, 50)} p95 {p(beside, 95)} p99 {p(beside, 99)} max "
+              f"{max(beside)} (n={len(beside)}); "
               f"hogs {med(left):.3f} of what the sleeper left, {med(batch):.3f} of the CPU "
               f"after beta ({med(alone_fg):.3f} as foreground domains); steal "
               f"{m1.part('steal')[0]:.3f} of wall time; "
@@ -106,9 +107,17 @@ class BackgroundClassTest(vstest.DaemonTestCase):
                       why="~800 in 8 s")
         vstest.within(self, "sleeper wakes beside the hogs", len(beside), lo=600, scale=600,
                       why="~800 in 8 s")
-        vstest.within(self, "sleeper p99 wake-to-run beside background hogs over alone",
-                      p(beside, 99) / max(p(alone, 99), 1), hi=2, scale=2,
-                      why="the class keeps the foreground's tail: within 2x")
+        # The tail at p95: the hypervisor steals this VM's idle CPU in
+        # bursts (up to 110 ms of a second measured while the sleeper was
+        # alone), which lands in 1-3 % of the samples and made p99 a figure
+        # of the host, either way (ratios of 0.005 and 33 on good code). A
+        # foreground wake may wait for at most one background slice (1 ms)
+        # before the class re-picks; without the class and BOOST p95 is
+        # 30 ms slices (tests/README.md, the defects).
+        base = p(alone, 95)
+        vstest.within(self, "sleeper p95 wake-to-run beside background hogs (us)",
+                      p(beside, 95), hi=max(2 * base, base + 1000), scale=max(base, 1000),
+                      why="within 2x of the sleeper alone, or one background slice (1 ms) more")
         vstest.within(self, "background hogs' part of what the sleeper left", med(left),
                       lo=BESIDE_MIN, noise=sd(left), scale=1 - BESIDE_MIN,
                       why="work conservation; 0.95-0.98 measured")

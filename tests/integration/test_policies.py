@@ -97,24 +97,27 @@ class PolicyTest(vstest.DaemonTestCase):
         settled = len(vstest.read_latencies(out))
         time.sleep(WINDOW_S)
         lat = vstest.read_latencies(out)[settled:]
-        return vstest.percentile(lat, 50), vstest.percentile(lat, 99), len(lat)
+        return (vstest.percentile(lat, 50), vstest.percentile(lat, 95), vstest.percentile(lat, 99),
+                len(lat))
 
     @vstest.timing
     def test_credit_boost_lowers_wake_latency(self):
         def body():
-            on50, on99, n_on = self.boost_latency("on")
+            on50, on95, on99, n_on = self.boost_latency("on")
             self.tearDown()
             self.setUp()
-            off50, off99, n_off = self.boost_latency("off")
+            off50, off95, off99, n_off = self.boost_latency("off")
             self.tearDown()
             self.setUp()
-            print(f"\ncredit wake latency us: boost on p50 {on50} p99 {on99} (n={n_on}); "
-                  f"boost off p50 {off50} p99 {off99} (n={n_off})")
+            print(f"\ncredit wake latency us: boost on p50 {on50} p95 {on95} p99 {on99} "
+                  f"(n={n_on}); boost off p50 {off50} p95 {off95} p99 {off99} (n={n_off})")
             vstest.within(self, "wakes logged with BOOST on", n_on, lo=100, scale=100,
                           why="~300 in 3 s")
             # Without BOOST an UNDER waker waits for the running UNDER hog's
-            # 30 ms slice: the tail is slices, not microseconds.
-            vstest.within(self, "p99 wake latency without BOOST over with it", off99 / max(on99, 1),
+            # 30 ms slice: the tail is slices, not microseconds. At p95:
+            # bursts of hypervisor steal land in 1-3 % of the samples (p99
+            # was theirs, tests/README.md); without BOOST most wakes wait.
+            vstest.within(self, "p95 wake latency without BOOST over with it", off95 / max(on95, 1),
                           lo=5, scale=5, noise=None,
                           why="slices (~30 ms) against a boosted wake (~0.1-1 ms)")
         vstest.again(self, body)

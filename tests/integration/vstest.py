@@ -4,7 +4,7 @@ busy-loop processes, and what the kernel says about them (/proc schedstat,
 sched_getscheduler, affinity). Every helper cleans up after itself; the
 tests must never leave a thread at SCHED_FIFO or a process running: every
 process a test starts dies with its driver (child_setup), and the host
-fixture (tests/hostcheck.py) finds and names whatever is left.
+fixture (hostcheck.py) finds and names whatever is left.
 
 Every timing, share, rate and latency check goes through within() or near():
 it asserts, and writes what it measured, its bound, its margin and the
@@ -19,9 +19,9 @@ import socket
 import signal
 import subprocess
 import sys
+import statistics
 import tempfile
 import time
-import statistics
 import unittest
 
 BUILD = os.environ.get("VCPUSCHED_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
@@ -283,19 +283,6 @@ def measure(tids, windows=5, seconds=0.6, cpus=(MANAGED_CPU,)):
         out.append(Window(tids, len(cpus), t0, a, c0, t1, b, c1))
         t0, a, c0 = t1, b, c1
     return Measure(out, len(cpus))
-
-
-def shares(tids, seconds):
-    """Each thread's share of the CPU time the group used over `seconds`,
-    and each one's share of wall time. Measured side by side."""
-    t0 = time.monotonic()
-    a = {t: run_ns(t) for t in tids}
-    time.sleep(seconds)
-    b = {t: run_ns(t) for t in tids}
-    wall = (time.monotonic() - t0) * 1e9
-    used = {t: b[t] - a[t] for t in tids}
-    total = sum(used.values()) or 1
-    return {t: used[t] / total for t in tids}, {t: used[t] / wall for t in tids}
 
 
 class Busy:

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import unittest
 
@@ -106,13 +105,6 @@ def rt_fraction():
     runtime = int(vstest.read("/proc/sys/kernel/sched_rt_runtime_us"))
     period = int(vstest.read("/proc/sys/kernel/sched_rt_period_us"))
     return 1.0 if runtime < 0 else runtime / period
-
-
-def wall_shares(tids, seconds, settle=1.0):
-    """Each thread's share of wall time over `seconds`, after `settle`."""
-    time.sleep(settle)
-    _, wall = vstest.shares(tids, seconds)
-    return wall
 
 
 def show(what, shares, want):

@@ -15,7 +15,6 @@ import tempfile
 import time
 import unittest
 
-import rigtest
 import vstest
 from rigtest import ctl_json, run
 
