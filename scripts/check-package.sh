@@ -10,10 +10,11 @@
 #      debian/vcpusched.lintian-overrides);
 #   4. in a clean Debian 12 root (debootstrap from this machine's apt
 #      sources, cached in build/pkgtest/base): apt installs the .deb, the
-#      hook link exists, `systemd-analyze verify` of the unit is clean, the
-#      packaged daemon starts on the shipped configuration, reloads and
-#      stops; remove unlinks the hook, purge leaves no file behind (file
-#      lists compared).
+#      hook in qemu.d is a complete copy of the packaged one (and replaces
+#      the symlink earlier builds made, on upgrade), `systemd-analyze
+#      verify` of the unit is clean, the packaged daemon starts on the
+#      shipped configuration, reloads and stops; remove takes the hook out,
+#      purge leaves no file behind (file lists compared).
 # Needs root (chroot, mounts) and the network to Debian's mirror for the
 # first root and for the package's dependencies.
 #
@@ -61,16 +62,28 @@ if [ "${1:-}" = "--in-namespace" ]; then
     in_root apt-get -q install -y --no-install-recommends "/tmp/$(basename "$deb")" \
         >"$work/install.log" 2>&1 || { tail -20 "$work/install.log" >&2; die "apt install"; }
     ok "apt install ./$(basename "$deb") in a clean Debian 12 root"
-    link=$root/etc/libvirt/hooks/qemu.d/50-vcpusched
-    [ "$(readlink "$link")" = /usr/lib/vcpusched/vcpusched-hook ] ||
-        die "hook link: $(ls -l "$link" 2>&1)"
+    hook=/usr/lib/vcpusched/vcpusched-hook
+    dst=$root/etc/libvirt/hooks/qemu.d/50-vcpusched
+    # The hook in qemu.d is a copy of the packaged one, not a link (AppArmor
+    # checks an exec against a link's target: docs/packaging.md), complete,
+    # executable, and no temporary file is left where libvirt could run it.
+    hook_is_copy() {
+        [ -f "$dst" ] && [ ! -L "$dst" ] && [ "$(stat -c %a "$dst")" = 755 ] &&
+            cmp -s "$dst" "$root$hook" &&
+            [ -z "$(find "$root/etc/libvirt/hooks" -name '.50-vcpusched.new')" ]
+    }
+    hook_is_copy || die "hook in qemu.d: $(ls -l "$dst" 2>&1)"
     echo "<domain type='kvm'><name>web1</name></domain>" |
         in_root /etc/libvirt/hooks/qemu.d/50-vcpusched web1 started begin - ||
-        die "the linked hook does not run"
-    ok "postinst linked $link -> /usr/lib/vcpusched/vcpusched-hook"
-    # Reinstalling runs postinst as an upgrade does: the link is renewed.
+        die "the installed hook does not run"
+    ok "postinst installed $dst, a copy of $hook (mode 755, no temporary file)"
+    # An upgrade from a build whose postinst made a symlink (and whose
+    # prerm does nothing on upgrade): the new postinst (dpkg -i again runs
+    # it as an upgrade does) replaces the link with the copy.
+    ln -sfn "$hook" "$dst"
     in_root dpkg -i "/tmp/$(basename "$deb")" >>"$work/install.log" 2>&1 || die "dpkg -i again"
-    [ -L "$link" ] || die "no hook link after an upgrade"
+    hook_is_copy || die "after an upgrade from the symlink form: $(ls -l "$dst" 2>&1)"
+    ok "upgrade from the symlink form: the link replaced by the copy"
 
     # systemd's own check of the unit as installed (man pages included).
     out=$(MANPATH=$root/usr/share/man systemd-analyze verify --root="$root" \
@@ -100,9 +113,9 @@ if [ "${1:-}" = "--in-namespace" ]; then
     ok "the packaged daemon started on the shipped configuration, reloaded, stopped (exit 0)"
 
     in_root apt-get -q remove -y vcpusched >"$work/remove.log" 2>&1 || die "apt remove"
-    [ ! -e "$link" ] && [ ! -L "$link" ] || die "hook link left after remove"
+    [ ! -e "$dst" ] && [ ! -L "$dst" ] || die "hook left in qemu.d after remove"
     [ -f "$root/etc/vcpusched/vcpuschedd.conf" ] || die "remove took the configuration"
-    ok "apt remove: hook unlinked, configuration kept"
+    ok "apt remove: hook removed from qemu.d, configuration kept"
     in_root apt-get -q purge -y vcpusched >"$work/purge.log" 2>&1 || die "apt purge"
     snapshot "$work/after.txt"
     if ! diff -u "$work/before.txt" "$work/after.txt" >"$work/purge.diff"; then
@@ -137,7 +150,7 @@ done
 grep -qx "ExecStart=$prefix/sbin/vcpuschedd --foreground --config $etc/vcpusched/vcpuschedd.conf" \
     "$d/lib/systemd/system/vcpuschedd.service" || die "the unit's ExecStart does not name $prefix"
 grep -qx "hook=$prefix/lib/vcpusched/vcpusched-hook" "$d/lib/vcpusched/vcpusched-hook-install" ||
-    die "the hook installer does not link $prefix's hook"
+    die "the hook installer does not copy $prefix's hook"
 ok "cmake --install (prefix $prefix, DESTDIR): every part, the unit and installer name $prefix"
 
 # --- 2. the package's contents ----------------------------------------------

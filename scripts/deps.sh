@@ -20,8 +20,11 @@ pkgs=(
     numactl util-linux procps psmisc kmod python3 gnuplot-nox python3-matplotlib
     # the operator's view: metrics parsed by a real OpenMetrics parser, top on a real terminal
     python3-prometheus-client tmux
-    # the real-host rig boots this machine's root under systemd (tests/rig)
-    systemd dbus
+    # the real-host rig boots this machine's root under systemd (tests/rig);
+    # with AppArmor's tools its kernel confines libvirtd as on a default
+    # Debian 12 host (a kernel without AppArmor, as this machine's may be,
+    # makes them do nothing)
+    systemd dbus apparmor apparmor-utils
 )
 
 if [ "$(id -u)" -ne 0 ]; then

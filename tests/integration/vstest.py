@@ -495,8 +495,8 @@ class Qmp:
         self.sock.close()
 
 
-def read(path):
-    with open(path) as f:
+def read(path, mode="r"):
+    with open(path, mode) as f:
         return f.read()
 
 

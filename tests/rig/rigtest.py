@@ -19,7 +19,8 @@ UNIT = "vcpuschedd.service"
 UNIT_FILE = "/lib/systemd/system/vcpuschedd.service"
 DAEMON = "/usr/sbin/vcpuschedd"
 CTL = "/usr/bin/vcpuschedctl"
-HOOK_LINK = "/etc/libvirt/hooks/qemu.d/50-vcpusched"
+HOOK = "/usr/lib/vcpusched/vcpusched-hook"  # the packaged hook
+HOOK_FILE = "/etc/libvirt/hooks/qemu.d/50-vcpusched"  # its copy, which libvirt runs
 SRC = vstest.SRC
 RIG = os.path.join(SRC, "tests", "rig")
 

@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: ISC
 """libvirt on a systemd, cgroup-v2-only host, in the rig VM: the system
-libvirtd (socket-activated by systemd), the hook the package linked and
-the packaged service. A domain opted in by its metadata (a 2-vCPU hog, the
-tiny guest nested under TCG) is attached by the hook at `virsh create`,
-its vCPU threads in libvirt's per-vCPU cgroups; `virsh metadata` changes
-its weight live; what the daemon charges its vCPUs is what they ran; a
-cap parks it through cgroup.freeze in libvirt's vcpuN cgroup; `virsh
-destroy` detaches it. The steps run in order (a to e) and share the
-domain; the service tests run before them."""
+libvirtd (socket-activated by systemd) confined by Debian's AppArmor
+profile as on a default Debian 12 host, the hook the package put in qemu.d
+and the packaged service. libvirtd runs in the `libvirtd` profile in
+enforce mode (checked first: the rig must be a default host). A domain
+opted in by its metadata (a 2-vCPU hog, the tiny guest nested under TCG)
+is attached by the hook at `virsh create`, its vCPU threads in libvirt's
+per-vCPU cgroups; beside a domain without metadata, it keeps running and
+managed through `systemctl restart libvirtd` (the hook's `reconnect`),
+hooks running inside libvirtd's profile and never denied; `virsh
+metadata` changes its weight live; what the daemon charges its vCPUs is
+what they ran; a cap parks it through cgroup.freeze in libvirt's vcpuN
+cgroup; `virsh destroy` detaches it. The steps run in the order of
+tests.list and share the domain; the service tests run before them."""
 
+import json
 import os
 import re
 import tempfile
@@ -20,14 +26,20 @@ from rigtest import ctl_json, run
 
 NS_URI = "https://vcpusched.org/xmlns/1"
 DOM = "rig-lv"
+PLAIN = "rig-lv-plain"  # a domain without vcpusched's metadata
+# A second hook beside ours for one test: it records the AppArmor label a
+# program in qemu.d runs with (read by the shell itself: a program it
+# executed would be under /usr/bin/* PUx, unconfined).
+LABEL_PROBE = "/etc/libvirt/hooks/qemu.d/99-rig-label"
+LABEL_LOG = "/run/vcpusched-rig-hook-labels"
 APPLY_S = 10.0  # a metadata change shows in `list` within this (TCG)
 def virsh(*args, check=True):
     return run("virsh", "-q", "-c", "qemu:///system", *args, check=check, timeout=300)
 
 
-def status_vcpus():
+def status_vcpus(name=DOM):
     """(QEMU pid, vCPU tids in vCPU order) from libvirt's status file."""
-    xml = vstest.read(f"/run/libvirt/qemu/{DOM}.xml")
+    xml = vstest.read(f"/run/libvirt/qemu/{name}.xml")
     pid = int(re.search(r"<domstatus [^>]*pid='(\d+)'", xml).group(1))
     vcpus = sorted((int(i), int(t)) for i, t in re.findall(r"<vcpu id='(\d+)' pid='(\d+)'/>", xml))
     return pid, [t for _, t in vcpus]
@@ -44,9 +56,32 @@ def thread_cgroup(tid):
     return "/sys/fs/cgroup" + line[3:]
 
 
-def destroy():
-    if virsh("domstate", DOM, check=False).returncode == 0:
-        virsh("destroy", DOM, check=False)
+def destroy(name=DOM):
+    if virsh("domstate", name, check=False).returncode == 0:
+        virsh("destroy", name, check=False)
+
+
+def libvirtd_label():
+    """(MainPID of libvirtd.service, its AppArmor label)."""
+    pid = int(run("systemctl", "show", "-p", "MainPID", "--value", "libvirtd.service")
+              .stdout.strip())
+    attr = f"/proc/{pid}/attr/apparmor/current"  # Linux 5.8+; attr/current before
+    label = vstest.read(attr if os.path.exists(attr) else f"/proc/{pid}/attr/current")
+    return pid, label.strip("\0\n ")
+
+
+def hook_denials():
+    """AppArmor's DENIED lines of this boot's kernel log that name a hook
+    (ours, in qemu.d or as packaged) or qemu.d."""
+    log = run("journalctl", "-k", "-b", "-q", "-o", "cat").stdout
+    return [line for line in log.splitlines() if 'apparmor="DENIED"' in line and any(
+        w in line for w in ("/etc/libvirt/hooks/", "/usr/lib/vcpusched/", 'comm="50-vcpusched"'))]
+
+
+def hook_lines():
+    """What vcpusched-hook logged this boot, one line a message."""
+    return run("journalctl", "-b", "-q", "-o", "cat", "-t", "vcpusched-hook",
+               check=False).stdout.splitlines()
 
 
 class LibvirtTest(unittest.TestCase):
@@ -62,6 +97,22 @@ class LibvirtTest(unittest.TestCase):
             last[0] = domain()
             return pred(last[0])
         return vstest.wait_until(ok, timeout, step=0.1), last[0]
+
+    def test_0_libvirtd_is_confined(self):
+        # A default Debian 12 host: the apparmor package is installed (the
+        # rig boots this machine's root: scripts/deps.sh installs it) and the
+        # cloud kernel enables AppArmor, so libvirtd runs in Debian's
+        # profile. Not a skip when it does not: the rig would then test no
+        # default host.
+        pid, label = libvirtd_label()
+        print(f"# libvirtd.service MainPID {pid}: {label}", flush=True)
+        self.assertEqual(label, "libvirtd (enforce)",
+                         "libvirtd is not confined: the rig must run it as a default Debian 12 "
+                         "host does (apparmor and apparmor-utils installed: scripts/deps.sh)")
+        status = json.loads(run("aa-status", "--json").stdout)
+        self.assertEqual(status["profiles"].get("libvirtd"), "enforce")
+        self.assertIn(str(pid), [str(p["pid"]) for procs in status["processes"].values()
+                                 for p in procs if p["profile"] == "libvirtd"])
 
     def test_a_hook_attaches_opted_in_domain(self):
         cls = self.__class__
@@ -105,6 +156,71 @@ class LibvirtTest(unittest.TestCase):
             self.assertRegex(cg, r"^/sys/fs/cgroup/machine\.slice/machine-qemu\\x2d\d+\\x2d"
                              r"rig\\x2dlv\.scope/libvirt/vcpu" + str(i) + "$")
             self.assertEqual(vstest.read(f"{cg}/cgroup.type").strip(), "threaded")
+
+    def test_ab_libvirtd_restart_keeps_both_domains(self):
+        # Beside the opted-in domain, one without metadata: both start under
+        # the confined libvirtd, and both survive its restart, which runs
+        # every hook with `reconnect` (a hook that fails or is denied there
+        # makes libvirt stop the domain).
+        unittest.addModuleCleanup(destroy, PLAIN)
+        self.addCleanup(lambda: os.path.exists(LABEL_PROBE) and os.unlink(LABEL_PROBE))
+        tmp = LABEL_PROBE + ".new"  # qemu.d is listed at every hook call: in whole or not at all
+        vstest.write(tmp, '#!/bin/sh\nread -r label </proc/self/attr/current\n'
+                     f'echo "$1 $2 $3 $label" >>{LABEL_LOG}\nexit 0\n')
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, LABEL_PROBE)
+        xml = os.path.join(self.tmp, f"{PLAIN}.xml")
+        run(os.path.join(vstest.SRC, "vm-images", "mkdomxml"), "--kernel", os.environ["VS_KERNEL"],
+            "--initrd", os.environ["VS_INITRD"], "--name", PLAIN, "--role", "idle",
+            "--emulator-cpus", "0", "--serial", os.path.join(self.tmp, f"{PLAIN}.log"), "-o", xml)
+        t0 = time.monotonic()
+        virsh("create", xml)
+        print(f"# virsh create {PLAIN} (no metadata): {time.monotonic() - t0:.1f} s", flush=True)
+        self.assertEqual([d["name"] for d in ctl_json("list")["domains"]], [DOM])
+        pids = {n: status_vcpus(n)[0] for n in (DOM, PLAIN)}
+        before = domain()
+        self.assertIsNotNone(before, f"{DOM} not attached")
+
+        old_pid, _ = libvirtd_label()
+        seen_before = len(hook_lines())
+        t0 = time.monotonic()
+        run("systemctl", "restart", "libvirtd.service")
+        new_pid, label = libvirtd_label()
+        self.assertNotEqual(new_pid, old_pid)
+
+        def reconnected():
+            return any(line.startswith(f"domain {DOM} reconnect: ")
+                       for line in hook_lines()[seen_before:])
+        took = vstest.wait_until(reconnected, 60, step=0.5)
+        print("# hook after the restart:\n" + "\n".join(hook_lines()[seen_before:]), flush=True)
+        self.assertIsNotNone(took, f"no 'domain {DOM} reconnect: ...' from vcpusched-hook "
+                                   "after libvirtd's restart")
+        print(f"# libvirtd restarted, hook's reconnect logged {time.monotonic() - t0:.1f} s after",
+              flush=True)
+        for name, pid in pids.items():
+            self.assertEqual(virsh("domstate", name).stdout.strip(), "running", name)
+            self.assertEqual(status_vcpus(name)[0], pid, f"{name}: another QEMU")
+            self.assertTrue(os.path.exists(f"/proc/{pid}"), f"{name}: QEMU {pid} gone")
+        after = domain()
+        self.assertEqual((after["pid"], [v["tid"] for v in after["vcpus"]]),
+                         (before["pid"], [v["tid"] for v in before["vcpus"]]))
+        for v in after["vcpus"]:
+            self.assertTrue(vstest.is_fifo(v["tid"]), f"vCPU thread {v['tid']} not SCHED_FIFO")
+        self.assertEqual([d["name"] for d in ctl_json("list")["domains"]], [DOM])
+
+        self.assertEqual(hook_denials(), [])
+        destroy(PLAIN)
+
+        # The new libvirtd is confined too, and hooks in qemu.d run inside
+        # its profile (its rule for them is `ix`): the probe saw the plain
+        # domain start and both reconnects.
+        self.assertEqual(label, "libvirtd (enforce)")
+        labels = vstest.read(LABEL_LOG)
+        print(f"# {LABEL_LOG}:\n{labels}", flush=True)
+        seen = [line.split(" ", 3) for line in labels.splitlines()]
+        for name, op in ((PLAIN, "started"), (PLAIN, "reconnect"), (DOM, "reconnect")):
+            self.assertIn([name, op, "begin", "libvirtd (enforce)"], seen)
+        self.assertEqual({s[3] for s in seen}, {"libvirtd (enforce)"})
 
     def set_meta(self, attrs):
         virsh("metadata", DOM, NS_URI, "--key", "vs", "--set", f"<sched {attrs}/>", "--live")
@@ -177,6 +293,9 @@ class LibvirtTest(unittest.TestCase):
         t, _ = self.wait_domain(lambda d: d is None)
         self.assertIsNotNone(t, "still attached after virsh destroy")
         self.assertIsNotNone(vstest.wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 30))
+        # No hook was denied all along (a denial fails the start or kills
+        # the domain at a libvirtd restart).
+        self.assertEqual(hook_denials(), [])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: ISC
 """The packaged service under systemd, in the rig VM: `dpkg -i` of the
 Debian package built from this checkout installs every file as packaged,
-the unit disabled and stopped, the hook linked and libvirtd reloaded by
-its postinst; the operator's `systemctl enable` and `start` run the
+the unit disabled and stopped, the hook copied into qemu.d and libvirtd
+reloaded by its postinst; the operator's `systemctl enable` and `start` run the
 packaged unit; `systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
 it) each give every managed thread back before the next daemon serves. In
@@ -69,11 +69,15 @@ class ServiceTest(unittest.TestCase):
             self.assertEqual(rigtest.run("dpkg", "-S", path).stdout.strip(),
                              f"{rigtest.PACKAGE}: {path}")
         # The package's promise: installed disabled and not started, the
-        # hook linked by its postinst.
+        # hook copied into qemu.d by its postinst (a file, not a link: under
+        # AppArmor libvirtd may execute only what lies under
+        # /etc/libvirt/hooks, and an exec is checked against a link's target).
         self.assertEqual(unit_prop("FragmentPath"), rigtest.UNIT_FILE)
         self.assertEqual(unit_prop("UnitFileState"), "disabled")
         self.assertEqual(unit_prop("ActiveState"), "inactive")
-        self.assertEqual(os.readlink(rigtest.HOOK_LINK), "/usr/lib/vcpusched/vcpusched-hook")
+        self.assertFalse(os.path.islink(rigtest.HOOK_FILE), f"{rigtest.HOOK_FILE} is a link")
+        self.assertEqual(os.stat(rigtest.HOOK_FILE).st_mode & 0o7777, 0o755)
+        self.assertEqual(vstest.read(rigtest.HOOK_FILE, "rb"), vstest.read(rigtest.HOOK, "rb"))
         self.assertIsNotNone(vstest.wait_until(lambda: libvirtd_reloads() > reloads_before, 10,
                                                step=0.5),
                              "the postinst did not reload libvirtd")
