@@ -123,7 +123,7 @@ test_suite ci -LE '^rig$'
 # the sanitizer suites (functional tests, deadlines stretched), formatting
 # and the fuzzers. The rig changes nothing on the host; its own checks are
 # shares and idle time inside the VM, which the host's load does not move.
-stage 'rig, beside asan+ubsan, tsan, format, fuzz' 660
+stage 'rig, beside asan+ubsan, tsan, format, fuzz' 780
 rig_log=$top/build/rig-ctest.log
 test_suite ci -L '^rig$' >"$rig_log" 2>&1 &
 rig_pid=$!
