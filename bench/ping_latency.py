@@ -37,6 +37,7 @@ import argparse
 import contextlib
 import datetime
 import fcntl
+import glob
 import json
 import os
 import platform
@@ -449,8 +450,9 @@ class Bench:
     def block(self, res, rep, bgname, rows, tracedir):
         t0 = time.monotonic()
         self.shares_default = {}
-        daemon_args = ["--cpus", MANAGED, "--policy", "credit", "--pattern", "shared",
-                       "--rt-runtime-us", str(self.a.rt_runtime_us)]
+        daemon_args = ["--cpus", MANAGED, "--policy", "credit", "--pattern", "shared"]
+        if self.a.rt_runtime_us is not None:  # else the kernel's throttling, as a host has it
+            daemon_args += ["--rt-runtime-us", str(self.a.rt_runtime_us)]
         self.host.start_daemon(daemon_args)
         try:
             bg = self.background(bgname)
@@ -580,6 +582,29 @@ def serial_writer(g):
     return None
 
 
+def rt_group_sched():
+    """Whether the kernel runs real-time group scheduling (a cgroup v1 cpu
+    hierarchy with cpu.rt_runtime_us, or the file in a v2 root)."""
+    return bool(glob.glob("/sys/fs/cgroup/cpu*/cpu.rt_runtime_us") or
+                os.path.exists("/sys/fs/cgroup/cpu.rt_runtime_us"))
+
+
+def rows_possible(rows, rt_arg, rt_before):
+    """The rows this host can run, and (spec, why) for those it cannot.
+    libvirt's FIFO <vcpusched> puts each vCPU in a cgroup of its own whose
+    cpu.rt_runtime_us is 0: with real-time group scheduling and throttling
+    on, the kernel refuses SCHED_FIFO there (EPERM) and the domain does not
+    start. Throttling off (-1) stops the kernel enforcing group budgets."""
+    rt = rt_arg if rt_arg is not None else rt_before
+    if rt == -1 or not rt_group_sched():
+        return rows, []
+    why = ("libvirt's real-time <vcpusched> cannot start here: real-time group scheduling "
+           f"with throttling on (sched_rt_runtime_us {rt}) gives its per-vCPU cgroups no RT "
+           "budget (cpu.rt_runtime_us 0, EPERM)")
+    return ([r for r in rows if r.pp_vcpusched() is None],
+            [(r.spec, why) for r in rows if r.pp_vcpusched() is not None])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -606,8 +631,10 @@ def main():
                         "(bench/ping_rows.py), e.g. 'credit:tslice_ms=5', 'credit@@cap=25', "
                         "'kernel@@nice=19', 'kernel@sched=fifo:1'")
     p.add_argument("--backgrounds", default=",".join(BACKGROUNDS))
-    p.add_argument("--rt-runtime-us", type=int, default=-1,
-                   help="sched_rt_runtime_us while vcpuschedd runs (restored after)")
+    p.add_argument("--rt-runtime-us", type=int, default=None,
+                   help="sched_rt_runtime_us while vcpuschedd runs (restored after); default: "
+                        "left as the kernel has it (-1, throttling off, only on a kernel with "
+                        "the fair server, Linux >= 6.12: the daemon refuses it elsewhere)")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="no scheduling trace, no tail explanation")
     p.add_argument("--no-plots", dest="plots", action="store_false")
@@ -634,10 +661,16 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("ping_latency.py: terminated"))
     t0 = time.monotonic()
     b = Bench(a)
+    rows, dropped = rows_possible(rows, a.rt_runtime_us, b.rt_before)
+    for spec, why in dropped:
+        log(f"row {spec} left out: {why}")
+    a.schedulers = tuple(r.spec for r in rows)
     meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
             "command": " ".join([os.path.relpath(sys.argv[0], SRC)] + sys.argv[1:]),
             "host": f"{platform.node()} {platform.release()} {os.cpu_count()} CPUs",
-            "accel": b.accel, "rt_runtime_us_before": b.rt_before}
+            "accel": b.accel, "rt_runtime_us_before": b.rt_before,
+            "rt_throttling": ping_report.rt_setting(a.rt_runtime_us, b.rt_before),
+            "rows_left_out": [{"row": spec, "why": why} for spec, why in dropped]}
     try:
         res = b.run(rows)
         meta["libvirt"] = getattr(b.host, "describe", "")

@@ -60,6 +60,16 @@ def bg_share(cell):
     return sum(bg) / len(bg), sum(pp) / len(pp)
 
 
+def rt_setting(rt_runtime_us, before):
+    """The run's RT throttling in words: the daemon's --rt-runtime-us, or
+    the kernel's own setting when it was not given."""
+    if rt_runtime_us is None:
+        return f"the kernel's ({before}: vcpuschedd without --rt-runtime-us)"
+    if rt_runtime_us < 0:
+        return "off (vcpuschedd --rt-runtime-us -1 while it runs)"
+    return f"{rt_runtime_us} (vcpuschedd --rt-runtime-us {rt_runtime_us} while it runs)"
+
+
 def markdown(res, a, rows, meta, tail, plots):
     L = [f"# Ping tail latency between VMs ({meta['date']})", "",
          f"Command: `{meta['command']}`", "",
@@ -69,16 +79,18 @@ def markdown(res, a, rows, meta, tail, plots):
          "## Settings", "",
          f"- Mode: **{a.mode}**" + (f", {meta.get('libvirt')}" if a.mode == "libvirt" else "")
          + ".",
-         f"- `sched_rt_runtime_us`: {meta['rt_runtime_us_before']} before the run, "
-         f"{meta.get('rt_runtime_us_seen')} seen at each block and row start "
-         f"(vcpuschedd sets `--rt-runtime-us {a.rt_runtime_us}` while it runs, for every "
-         f"row, kernel rows included), {meta.get('rt_runtime_us_after')} after.",
+         f"- RT throttling: **{rt_setting(a.rt_runtime_us, meta['rt_runtime_us_before'])}**; "
+         f"`sched_rt_runtime_us` {meta['rt_runtime_us_before']} before the run, "
+         f"{meta.get('rt_runtime_us_seen')} seen at each block and row start (kernel rows "
+         f"included), {meta.get('rt_runtime_us_after')} after.",
+         *[f"- Row `{d['row']}` left out: {d['why']}." for d in meta.get("rows_left_out", [])],
          f"- {a.reps} repetition(s); per row and repetition {a.count} pings every "
          f"{a.interval * 1000:g} ms, the first {a.warmup} after each switch of row dropped. "
          "All repetitions pooled per cell; rows rotated per repetition.",
          "- Guests: 1 vCPU, 128 MB each; every vCPU thread on CPU 1 (`<vcpupin>`), every "
-         "emulator thread on CPU 0 (`<emulatorpin>`). vcpuschedd: `--cpus 1 --pattern shared "
-         f"--rt-runtime-us {a.rt_runtime_us}`, pool `main`, one daemon per block.",
+         "emulator thread on CPU 0 (`<emulatorpin>`). vcpuschedd: `--cpus 1 --pattern shared"
+         + (f" --rt-runtime-us {a.rt_runtime_us}" if a.rt_runtime_us is not None else "")
+         + "`, pool `main`, one daemon per block.",
          f"- Backgrounds: {', '.join(a.backgrounds)}; cpu/burst: {a.hogs} VMs, burst "
          f"{a.burst[0]} ms run / {a.burst[1]} ms sleep; net: iperf3 TCP at {a.net_rate} "
          "Mbit/s, netmax: unlimited.", "",

@@ -93,8 +93,21 @@ if [ "${1:-}" = "--in-namespace" ]; then
     systemd-analyze security --offline=true --root="$root" \
         /lib/systemd/system/vcpuschedd.service 2>/dev/null | tail -1 | sed 's/^/check-package: /'
 
-    # The packaged daemon on the shipped configuration (real SCHED_FIFO on
-    # the managed CPU: under the host lock).
+    # The shipped configuration chooses no CPUs: the daemon refuses it
+    # (exit 2, the unit's RestartPreventExitStatus) and says why.
+    set +e
+    out=$(chroot "$root" /usr/sbin/vcpuschedd --foreground --config /etc/vcpusched/vcpuschedd.conf \
+        --libvirt none 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" -eq 2 ] && grep -q "no managed CPUs chosen" <<<"$out" ||
+        die "the shipped configuration, no CPUs chosen: exit $rc: $out"
+    grep -qx "RestartPreventExitStatus=2" "$root/lib/systemd/system/vcpuschedd.service" ||
+        die "the unit restarts a daemon that refused its configuration"
+    ok "the packaged daemon refuses the shipped configuration until CPUs are chosen (exit 2, not restarted)"
+
+    # The packaged daemon on the shipped configuration and --cpus (real
+    # SCHED_FIFO on the managed CPU: under the host lock).
     log=$work/daemon.log
     mkdir -p /run/lock
     flock /run/lock/vcpusched-test.lock bash -c '

@@ -10,7 +10,10 @@
 # fifo <vcpusched>; under no, CPU-bound, network-bound and bursty
 # background VMs) and writes Markdown, JSON, plots and a Perfetto trace of
 # the tail under bench/results/. Needs root (SCHED_FIFO, cgroups, tracefs,
-# libvirtd). About 15 minutes on a 2-CPU host with the defaults (2
+# libvirtd). RT throttling stays as the kernel has it (pass
+# --rt-runtime-us -1 to turn it off, only on Linux >= 6.12: the daemon
+# refuses it on a kernel without the fair server); the result files say
+# which was used. About 15 minutes on a 2-CPU host with the defaults (2
 # repetitions x 150 pings per cell). Extra arguments go to
 # bench/ping_latency.py (see --help).
 #

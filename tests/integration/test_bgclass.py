@@ -16,8 +16,9 @@ Wake-to-run is measured from the sleeper's side: it sleeps to absolute
 times and logs how late it ran (vstest.Busy('latency')), which includes
 everything between the timer and the thread running (the daemon's pass,
 the elevation). CPU shares come from /proc/<pid>/schedstat against wall
-time. sched_rt_runtime_us is -1 while the daemon runs (and restored), so
-that the 50 ms real-time hole per second does not count against the hogs.
+time. sched_rt_runtime_us is -1 while the daemon runs (and restored) where
+the kernel has the fair server (vstest.RT_OFF), so that the 50 ms
+real-time hole per second does not count against the hogs.
 Shares are medians of windows (vstest.measure) of the CPU time the CPU had
 after steal and interrupts (/proc/stat): the hypervisor's steal on a shared
 host is not the scheduler's doing. Each check records its margin and the

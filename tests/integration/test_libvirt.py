@@ -103,6 +103,7 @@ class LibvirtTest(unittest.TestCase):
 
     @classmethod
     def cleanup(cls):
+        cls.print_guest_logs()
         if cls.daemon is not None:
             cls.daemon.cleanup()
         subprocess.run([LV, "stop"], env=cls.env, capture_output=True, timeout=120)
@@ -116,6 +117,24 @@ class LibvirtTest(unittest.TestCase):
             if "qemu-system" in exe and cls.T.encode() in cmd:
                 os.kill(int(p), signal.SIGKILL)
         shutil.rmtree(cls.T, ignore_errors=True)
+
+    @classmethod
+    def print_guest_logs(cls):
+        """The end of each guest's serial console and of libvirt's log of
+        its QEMU: why a domain ended on its own (a guest kernel's panic,
+        QEMU's exit), shown with a failure's output."""
+        for top in (cls.T, cls.scratch):
+            for dirpath, _, files in os.walk(top):
+                for f in sorted(files):
+                    path = os.path.join(dirpath, f)
+                    if not f.endswith(".log") or os.path.getsize(path) == 0:
+                        continue
+                    try:
+                        lines = vstest.read(path, "rb").decode(errors="replace").splitlines()
+                    except OSError:
+                        continue
+                    print(f"# {os.path.relpath(path, cls.T)}, last lines:", *lines[-8:],
+                          sep="\n# ", flush=True)
 
     @classmethod
     def lv(cls, *args, check=True):

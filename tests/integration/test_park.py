@@ -225,7 +225,7 @@ class ParkTest(unittest.TestCase):
         self.daemons, self.targets, self.layouts = [], [], []
 
     def daemon(self, flag, policy="credit", *args):
-        d = Daemon("--rt-runtime-us", "-1", "--park", flag, *args, policy=policy).start()
+        d = Daemon(*vstest.RT_OFF, "--park", flag, *args, policy=policy).start()
         self.daemons.append(d)
         stats = d.json("stats")
         self.assertEqual(stats["parking"], effective(flag), stats)

@@ -3,7 +3,8 @@
 CPU: weights, caps, BOOST's wake latency, the tick exploit, and switching a
 running pool between the two. Shares come from /proc/<pid>/schedstat over
 3 s; sched_rt_runtime_us is set to -1 while the daemon runs (and restored)
-so that the 50 ms real-time hole per second does not blur caps.
+so that the 50 ms real-time hole per second does not blur caps, on kernels
+with the fair server (vstest.RT_OFF; before 6.12 the daemon refuses -1).
 
 The tests marked vstest.timing check shares and latencies: each takes the
 median of several windows (vstest.measure), records its margin and the

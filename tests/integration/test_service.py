@@ -15,6 +15,7 @@ import vstest
 from vstest import Busy, Daemon, MANAGED_CPU
 
 TIMEOUT = 10
+SHIPPED_CONF = os.path.join(vstest.SRC, "packaging", "vcpuschedd.conf")
 
 
 class ServiceDaemon(Daemon):
@@ -236,6 +237,76 @@ class ServiceTest(unittest.TestCase):
             lambda: grep(d.read_log().splitlines()[before:], r"started without --config"),
             TIMEOUT))
         self.assertEqual(d.ctl("version", check=False).returncode, 0)
+
+    def test_refuses_a_file_that_chooses_no_cpus(self):
+        """A configuration file must name the managed CPUs: the shipped
+        one alone, a file without pools, a pool without cpus= are refused
+        at start (exit 2, the reason logged, nothing created), and a
+        reload to such a file changes nothing. --cpus on the command line
+        chooses too."""
+        cases = [(vstest.read(SHIPPED_CONF), "vcpuschedd.conf: no managed CPUs chosen"),
+                 ("log-level info\n", "vcpuschedd.conf: no managed CPUs chosen"),
+                 ("policy credit2\n", "vcpuschedd.conf: pool main: no managed CPUs chosen"),
+                 (f"pool main cpus={MANAGED_CPU}\npool web policy=rr\n",
+                  "vcpuschedd.conf: pool web: no managed CPUs chosen")]
+        for conf, why in cases:
+            d = self.daemon(conf, start=False)
+            with open(d.log, "ab") as logf:
+                r = subprocess.run([vstest.DAEMON, *d.args], stdout=logf, stderr=logf,
+                                   timeout=TIMEOUT)
+            self.assertEqual(r.returncode, 2, d.read_log())
+            self.assertIn(why, d.read_log())
+            self.assertIn('e.g. "pool main cpus=2-15 policy=credit"', d.read_log())
+            self.assertFalse(os.path.exists(d.state), "a refused start created the state file")
+            self.assertFalse(os.path.exists(d.sock), "a refused start created the socket")
+        ok = self.daemon(vstest.read(SHIPPED_CONF), "--cpus", str(MANAGED_CPU))
+        self.assertEqual([p["cpus"] for p in ok.json("pool", "list")["pools"]], [[MANAGED_CPU]])
+        ok.stop()
+        d = self.daemon(f"pool p cpus={MANAGED_CPU}\n")
+        lines = d.reload("log-level debug\n")
+        self.assertTrue(grep(lines, r"no managed CPUs chosen.*: nothing changed"), lines)
+        self.assertEqual([p["name"] for p in d.json("pool", "list")["pools"]], ["p"])
+
+    def test_default_pool_leaves_an_eighth_of_each_node(self):
+        """Without a file or --cpus the default pool takes every online CPU
+        but the first ceil(n/8) of each NUMA node and their SMT siblings
+        (on the 2-CPU test host: CPU 1, CPU 0 for the host); the rule on
+        hosts up to 128 CPUs is unit.safe_defaults'."""
+        d = Daemon("--libvirt", "none")
+        d.args[d.args.index("--cpus"):d.args.index("--cpus") + 2] = []
+        self.daemons.append(d)
+        # Not pinned to CPU 0 as vstest starts daemons: it takes the CPUs
+        # it may run on for the host's, as under systemd.
+        every = set(range(os.cpu_count()))
+        with open(d.log, "ab") as logf:
+            d.proc = subprocess.Popen(
+                [vstest.DAEMON, *d.args], stdout=logf, stderr=logf,
+                preexec_fn=lambda: (vstest.child_setup(signal.SIGTERM),
+                                    os.sched_setaffinity(0, every)))
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: d.ctl("version", check=False).returncode == 0 or d.proc.poll() is not None,
+            TIMEOUT))
+        self.assertIsNone(d.proc.poll(), d.read_log())
+        online = sorted(every)
+        node_of, core_of = {}, {}
+        for c in online:
+            base = f"/sys/devices/system/cpu/cpu{c}"
+            nodes = [n for n in os.listdir(base) if re.fullmatch(r"node\d+", n)]
+            node_of[c] = int(nodes[0][4:]) if nodes else 0
+            core_of[c] = (node_of[c], vstest.read(f"{base}/topology/physical_package_id").strip(),
+                          vstest.read(f"{base}/topology/core_id").strip())
+        keep = set()
+        for n in set(node_of.values()):
+            cpus = [c for c in online if node_of[c] == n]
+            keep |= set(cpus[:-(-len(cpus) // 8)])
+        with_siblings = {c for c in online if any(core_of[c] == core_of[k] for k in keep)}
+        if with_siblings != set(online):
+            keep = with_siblings
+        want = [c for c in online if c not in keep]
+        self.assertEqual(d.json("pool", "list")["pools"][0]["cpus"], want)
+        if os.cpu_count() == 2:
+            self.assertEqual(want, [MANAGED_CPU])
+        self.assertIn("(the default: all but an eighth of each NUMA node)", d.read_log())
 
 
 if __name__ == "__main__":

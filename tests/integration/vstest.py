@@ -72,6 +72,26 @@ def popen(cmd, sig=signal.SIGKILL, **kw):
     return subprocess.Popen(cmd, preexec_fn=lambda: child_setup(sig), **kw)
 
 
+def fair_server():
+    """True if this kernel has the fair server (Linux 6.12+), where RT
+    throttling may be turned off: the daemon's own rule (host/rtsafe.c)."""
+    if os.path.exists("/sys/kernel/debug/sched/fair_server"):
+        return True
+    if os.access("/sys/kernel/debug/sched", os.R_OK):
+        return False
+    try:
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (6, 12)
+
+
+# The daemon's RT throttling for the share tests: off where the kernel's
+# fair server keeps per-CPU kernel threads alive, else the kernel's (the
+# daemon refuses -1 there: a busy managed CPU would stall RCU).
+RT_OFF = ["--rt-runtime-us", "-1"] if fair_server() else []
+
+
 # --- margins ----------------------------------------------------------------
 
 def _record(tc, what, got, lo, hi, noise, why, scale):
@@ -561,8 +581,9 @@ class DaemonTestCase(unittest.TestCase):
             p.stop()
 
     def daemon(self, policy, *params):
-        """A daemon running `policy`, RT throttling off, with pool parameters."""
-        args = ["--rt-runtime-us", "-1"]
+        """A daemon running `policy`, RT throttling off where the kernel
+        allows it (RT_OFF), with pool parameters."""
+        args = list(RT_OFF)
         for p in params:
             args += ["--pool-param", p]
         d = Daemon(*args, policy=policy).start()

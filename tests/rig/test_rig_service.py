@@ -3,19 +3,25 @@
 Debian package built from this checkout installs every file as packaged,
 the unit disabled and stopped, the hook copied into qemu.d and libvirtd
 reloaded by its postinst; the operator's `systemctl enable` and `start` run the
-packaged unit; `systemctl reload` switches a pool's policy with its domain attached;
+packaged unit; with the shipped configuration alone (no managed CPUs
+chosen) the service refuses to start, says why in the journal and is not
+restarted; `systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
 it) each give every managed thread back before the next daemon serves. In
 test order: install first (tests/rig/tests.list)."""
 
 import os
 import signal
+import tempfile
 import time
 import unittest
 
 import rigtest
 import vstest
 from rigtest import ctl, ctl_json, main_pid, systemctl, unit_prop
+
+CONF = "/etc/vcpusched/vcpuschedd.conf"
+SHIPPED_CONF = os.path.join(rigtest.SRC, "packaging", "vcpuschedd.conf")
 
 
 def libvirtd_reloads():
@@ -100,8 +106,64 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(vstest.read(f"/proc/{main_pid()}/cgroup").strip(),
                          f"0::/system.slice/{rigtest.UNIT}")
 
+    @staticmethod
+    def journal_since(t):
+        """The unit's journal from wall-clock time t (time.time()) on."""
+        return rigtest.run("journalctl", "-q", "-o", "cat", "-u", rigtest.UNIT,
+                           f"--since=@{t - 1:.0f}", check=False).stdout
+
+    def test_refuses_without_managed_cpus(self):
+        """The package's own configuration chooses no CPUs: `systemctl
+        start` fails, the journal says why, and systemd does not restart it
+        (exit status 2, RestartPreventExitStatus=2)."""
+        rig_conf = vstest.read(CONF)
+        systemctl("stop", rigtest.UNIT)
+        restarts = int(unit_prop("NRestarts"))
+        since = time.time()
+        try:
+            with open(CONF, "w") as f:
+                f.write(vstest.read(SHIPPED_CONF))
+            r = systemctl("start", rigtest.UNIT, check=False)
+            self.assertNotEqual(r.returncode, 0, "the service started without managed CPUs")
+            self.assertEqual(unit_prop("ActiveState"), "failed")
+            self.assertEqual(unit_prop("ExecMainStatus"), "2")
+            journal = self.journal_since(since)
+            print(journal, flush=True)
+            self.assertIn(f"{CONF}: no managed CPUs chosen", journal)
+            time.sleep(3.0)  # RestartSec=1s: a restart would have come
+            self.assertEqual(unit_prop("ActiveState"), "failed")
+            self.assertEqual(int(unit_prop("NRestarts")), restarts)
+        finally:
+            with open(CONF, "w") as f:
+                f.write(rig_conf)
+            systemctl("reset-failed", rigtest.UNIT, check=False)
+            systemctl("start", rigtest.UNIT)
+        self.assertEqual(unit_prop("ActiveState"), "active")
+        self.assertIsNotNone(vstest.wait_until(rigtest.service_answers, 20, step=0.2))
+
+    def test_refuses_throttling_off_without_fair_server(self):
+        """On Debian 12's kernel (6.1: no fair server) `rt-runtime-us -1`
+        would starve a busy managed CPU's kworkers and RCU threads: the
+        daemon refuses it (exit 2, the reason said) before it changes
+        anything, unless forced with rt-runtime-unsafe."""
+        release = os.uname().release
+        major, minor = (int(x) for x in release.split(".")[:2])
+        if (major, minor) >= (6, 12):
+            self.skipTest(f"kernel {release} has the fair server: -1 is allowed")
+        rt = vstest.read("/proc/sys/kernel/sched_rt_runtime_us")
+        with tempfile.TemporaryDirectory(prefix="vcpusched-test-") as tmp:
+            r = rigtest.run(rigtest.DAEMON, "--foreground", "--cpus", "1", "--libvirt", "none",
+                            "--socket", f"{tmp}/sock", "--state", f"{tmp}/state",
+                            "--rt-runtime-us", "-1", check=False, timeout=30)
+            self.assertEqual(os.listdir(tmp), [], "a refused start created files")
+        print(r.stderr, flush=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("has no fair server", r.stderr)
+        self.assertIn("rt-runtime-unsafe yes", r.stderr)
+        self.assertEqual(vstest.read("/proc/sys/kernel/sched_rt_runtime_us"), rt)
+
     def test_reload_switches_policy_live(self):
-        conf = "/etc/vcpusched/vcpuschedd.conf"
+        conf = CONF
         shipped = vstest.read(conf)
         hog = self.hogs(1)[0]
         before = main_pid()

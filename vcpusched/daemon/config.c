@@ -152,6 +152,7 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     static const char *const cgroup[] = {"fail", "move"};
     static const char *const park[] = {"auto", "v1", "v2"};
     static const char *const levels[] = {"warning", "info", "debug"}; /* LOG_VERBOSE_* */
+    static const char *const yes_no[] = {"no", "yes"};
     long x;
     int e, r;
 
@@ -211,6 +212,11 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
         c->rt_runtime_us = r == 0 ? x : c->rt_runtime_us;
         return r;
     }
+    if (strcmp(key, "rt-runtime-unsafe") == 0) {
+        r = set_enum(key, val, yes_no, 2, &e, err, errlen);
+        c->rt_runtime_unsafe = r == 0 ? e == 1 : c->rt_runtime_unsafe;
+        return r;
+    }
     if (strcmp(key, "cpus") == 0 || strcmp(key, "policy") == 0 || strcmp(key, "pool-param") == 0) {
         struct config_pool *p = pool_get(c, DEFAULT_POOL, err, errlen);
 
@@ -237,6 +243,28 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
     }
     snprintf(err, errlen, "unknown setting '%s'", key);
     return -EINVAL;
+}
+
+int
+config_check_cpus(const struct config *c, char *err, size_t errlen)
+{
+    const char *hint = "name the CPUs it manages, leaving some to the host, e.g. \"pool main "
+                       "cpus=2-15 policy=credit\" (vcpuschedd.conf(5))";
+
+    if (c->config_file[0] == '\0')
+        return 0;
+    if (c->nr_pools == 0) {
+        snprintf(err, errlen, "%s: no managed CPUs chosen: %s", c->config_file, hint);
+        return -EINVAL;
+    }
+    for (unsigned int i = 0; i < c->nr_pools; i++) {
+        if (c->pools[i].cpus[0] == '\0') {
+            snprintf(err, errlen, "%s: pool %s: no managed CPUs chosen: %s", c->config_file,
+                     c->pools[i].name, hint);
+            return -EINVAL;
+        }
+    }
+    return 0;
 }
 
 int
@@ -277,10 +305,11 @@ config_usage(const char *prog)
             "usage: %s [-fv] [--config FILE] [--socket PATH] [--group NAME] [--state PATH]\n"
             "          [--cpus LIST] [--policy NAME] [--pool-param KEY=VALUE]...\n"
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
-            "          [--events auto|bpf|proc] [--rt-runtime-us N] [--priority-base N]\n"
-            "          [--rt-cgroup move|fail] [--park auto|v1|v2] [--proc-poll-us N]\n"
-            "          [--pidfile PATH] [--libvirt URI|none] [--log-level warning|info|debug]\n"
-            "          [--metrics-file PATH] [--metrics-period SECONDS]\n",
+            "          [--events auto|bpf|proc] [--rt-runtime-us N] [--rt-runtime-unsafe no|yes]\n"
+            "          [--priority-base N] [--rt-cgroup move|fail] [--park auto|v1|v2]\n"
+            "          [--proc-poll-us N] [--pidfile PATH] [--libvirt URI|none]\n"
+            "          [--log-level warning|info|debug] [--metrics-file PATH]\n"
+            "          [--metrics-period SECONDS]\n",
             prog);
 }
 
@@ -304,6 +333,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"dispatcher-cpu", required_argument, NULL, 1},
         {"events", required_argument, NULL, 1},
         {"rt-runtime-us", required_argument, NULL, 1},
+        {"rt-runtime-unsafe", required_argument, NULL, 1},
         {"priority-base", required_argument, NULL, 1},
         {"rt-cgroup", required_argument, NULL, 1},
         {"park", required_argument, NULL, 1},

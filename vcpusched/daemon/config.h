@@ -39,6 +39,7 @@ struct config {
     int prio_base;     /* LOW; MID = +1, HIGH = +2 */
     bool rt_runtime_set;
     int64_t rt_runtime_us;
+    bool rt_runtime_unsafe; /* allow no throttling on a kernel without the fair server */
     enum events_mode events;
     bool move_rt_cgroup;
     enum cgroup_want park; /* how caps park threads: auto, v1 or v2 */
@@ -67,6 +68,12 @@ config_verbosity(const struct config *c)
  */
 int config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen);
 int config_load_file(struct config *c, const char *path, char *err, size_t errlen);
+/*
+ * A configuration file must choose the managed CPUs: a pool or cpus line
+ * (or --cpus) for every pool. -EINVAL with the reason if it does not;
+ * without a file, the built-in default applies (host/housekeeping.h).
+ */
+int config_check_cpus(const struct config *c, char *err, size_t errlen);
 void config_usage(const char *prog);
 
 #endif /* VCPUSCHED_CONFIG_H */

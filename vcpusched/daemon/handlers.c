@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "handlers.h"
 #include "host/discover.h"
+#include "host/housekeeping.h"
 #include "host/topology.h"
 #include "libvirt/libvirt_vcpus.h"
 
@@ -335,8 +336,36 @@ daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, ch
 }
 
 /*
- * A configured pool's CPU list ("" = every online CPU but 0, the default
- * pool's) as host CPU numbers.
+ * The default pool's CPUs: the online CPUs less the default housekeeping
+ * set (host/housekeeping.h: an eighth of each NUMA node).
+ */
+static int
+default_pool_cpus(const cpu_set_t *online, int *cpus, unsigned int *n, char *err, size_t errlen)
+{
+    struct policy_cpu desc[CPUSET_MAX];
+    int all[CPUSET_MAX];
+    struct cpuset hk;
+    unsigned int nr = 0;
+
+    for (int c = 0; c < CPUSET_MAX; c++) /* CPUSET_MAX <= CPU_SETSIZE (1024) */
+        if (CPU_ISSET(c, online))
+            all[nr++] = c;
+    if (topology_describe(all, nr, desc, err, errlen) < 0)
+        return -EIO;
+    if (housekeeping_default(desc, nr, &hk) == 0) {
+        snprintf(err, errlen, "one CPU online: nothing can be managed");
+        return -EINVAL;
+    }
+    *n = 0;
+    for (unsigned int i = 0; i < nr; i++)
+        if (!cpuset_has(&hk, (unsigned int)all[i]))
+            cpus[(*n)++] = all[i];
+    return 0;
+}
+
+/*
+ * A configured pool's CPU list ("" = the default pool's, allowed only
+ * without a configuration file: config_check_cpus) as host CPU numbers.
  */
 int
 daemon_pool_cpus(const char *list, const cpu_set_t *online, int *cpus, unsigned int *n, char *err,
@@ -344,17 +373,8 @@ daemon_pool_cpus(const char *list, const cpu_set_t *online, int *cpus, unsigned 
 {
     struct cpuset set;
 
-    if (list[0] == '\0') {
-        *n = 0;
-        for (int c = 1; c < CPU_SETSIZE && *n < CPUSET_MAX; c++)
-            if (CPU_ISSET(c, online))
-                cpus[(*n)++] = c;
-        if (*n == 0) {
-            snprintf(err, errlen, "one CPU online: nothing can be managed");
-            return -EINVAL;
-        }
-        return 0;
-    }
+    if (list[0] == '\0')
+        return default_pool_cpus(online, cpus, n, err, errlen);
     if (cpulist_parse(list, &set, err, errlen) < 0)
         return -EINVAL;
     if (cpuset_to_array(&set, cpus, CPUSET_MAX, n) < 0) {

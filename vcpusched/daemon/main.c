@@ -37,6 +37,7 @@
 #include "notify.h"
 #include "reload.h"
 #include "metrics_file.h"
+#include "rt_throttle.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 
@@ -73,33 +74,6 @@ state_open(struct daemon *d)
     n = statefile_restore_all(&d->sf);
     if (n > 0)
         log_warnx("restored %d thread(s) left by a previous daemon", n);
-}
-
-static void
-rt_runtime_setup(struct daemon *d)
-{
-    int64_t rt;
-
-    if (rt_runtime_read(&rt) < 0) {
-        log_warnx("cannot read sched_rt_runtime_us");
-        return;
-    }
-    if (d->cfg.rt_runtime_set && rt != d->cfg.rt_runtime_us) {
-        if (statefile_set_rt_runtime(&d->sf, d->cfg.rt_runtime_us) < 0)
-            fatal("set sched_rt_runtime_us to %lld", (long long)d->cfg.rt_runtime_us);
-        log_info("sched_rt_runtime_us %lld -> %lld (restored at exit)%s", (long long)rt,
-                 (long long)d->cfg.rt_runtime_us,
-                 d->cfg.rt_runtime_us < 0
-                     ? ": real-time throttling off for every group; cgroup v1 "
-                       "cpu.rt_runtime_us files keep their values but are not enforced "
-                       "while it is -1"
-                     : "");
-        return;
-    }
-    if (rt >= 0)
-        log_info("sched_rt_runtime_us is %lld: real-time threads idle %lld ms of every second "
-                 "(see --rt-runtime-us)",
-                 (long long)rt, (long long)((1000000 - rt) / 1000));
 }
 
 /* First line of a small file, without its newline; false if unreadable. */
@@ -238,7 +212,19 @@ park_report(const struct cgroup_mounts *m, const struct act_park *park)
         log_info("parking: %s", what);
 }
 
-/* Managed CPUs of a configured pool (default: all online but CPU 0). */
+/* cpus[0..n) as a kernel CPU list. */
+static const char *
+cpus_text(const int *cpus, unsigned int n, char *buf, size_t len)
+{
+    struct cpuset set;
+
+    cpuset_zero(&set);
+    for (unsigned int i = 0; i < n; i++)
+        cpuset_set(&set, (unsigned int)cpus[i]);
+    return cpulist_format(&set, buf, len);
+}
+
+/* Managed CPUs of a configured pool (default: host/housekeeping.h). */
 static void
 pools_cpus(struct daemon *d, struct config_pool *p, int *cpus, unsigned int *n)
 {
@@ -295,7 +281,7 @@ pools_create(struct daemon *d)
         struct kv kv[VS_PARAMS_MAX];
         struct policy_cpu desc[CPUSET_MAX];
         int cpus[CPUSET_MAX];
-        char err[256], params[sizeof(p->params)];
+        char err[256], params[sizeof(p->params)], list[512];
         unsigned int n;
         size_t nkv;
 
@@ -306,8 +292,9 @@ pools_create(struct daemon *d)
             sched_pool_create(d->ctx.sched, p->name, desc, n, p->policy, kv, nkv, err,
                               sizeof(err)) < 0)
             fatalx("pool %s: %s", p->name, err);
-        log_info("pool %s: policy %s on cpu(s) %s, %s pattern", p->name, p->policy,
-                 p->cpus[0] ? p->cpus : "(all but 0)",
+        log_info("pool %s: policy %s on cpu(s) %s%s, %s pattern", p->name, p->policy,
+                 cpus_text(cpus, n, list, sizeof(list)),
+                 p->cpus[0] ? "" : " (the default: all but an eighth of each NUMA node)",
                  d->cfg.pattern == SCHED_SHARED ? "shared" : "dedicated");
     }
 }
@@ -428,7 +415,8 @@ daemon_reload(struct daemon *d)
         config_defaults(next);
         if (getenv("VCPUSCHED_SOCKET") != NULL)
             snprintf(next->socket, sizeof(next->socket), "%s", getenv("VCPUSCHED_SOCKET"));
-        if (config_parse(next, d->argc, d->argv, err, sizeof(err)) != 0) {
+        if (config_parse(next, d->argc, d->argv, err, sizeof(err)) != 0 ||
+            config_check_cpus(next, err, sizeof(err)) < 0) {
             log_warnx("reload: %s: nothing changed", err);
         } else {
             pools_default(next);
@@ -551,7 +539,7 @@ daemon_start(struct daemon *d)
         fatal("sched_getaffinity");
     cgroups_setup(d, &mounts, &sc.park);
     state_open(d);
-    rt_runtime_setup(d);
+    rt_throttle_setup(&d->sf, &d->cfg);
     rt_group_report(d, &mounts);
     park_report(&mounts, &sc.park);
     housekeeping_setup(d);
@@ -646,6 +634,13 @@ main(int argc, char **argv)
         }
         free(d);
         return r < 0 ? 2 : 0;
+    }
+    /* A configuration the daemon must not run: exit 2, as for a bad file. */
+    if (config_check_cpus(&d->cfg, err, sizeof(err)) < 0 ||
+        rt_throttle_check(&d->cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "vcpuschedd: %s\n", err);
+        free(d);
+        return 2;
     }
     pools_default(&d->cfg);
     d->started = d->cfg;

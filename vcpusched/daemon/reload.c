@@ -32,6 +32,7 @@ static const struct restart_key {
     RESTART_KEY("priority-base", prio_base),
     RESTART_KEY("rt-runtime-us", rt_runtime_set),
     RESTART_KEY("rt-runtime-us", rt_runtime_us),
+    RESTART_KEY("rt-runtime-unsafe", rt_runtime_unsafe),
     RESTART_KEY("events", events),
     RESTART_KEY("rt-cgroup", move_rt_cgroup),
     RESTART_KEY("park", park),
