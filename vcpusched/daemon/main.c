@@ -401,7 +401,7 @@ daemon_reload(struct daemon *d)
     struct config *next = malloc(sizeof(*next));
     struct reload_result res;
     struct timespec ts;
-    char msg[128], err[256];
+    char msg[128], err[1024];
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
@@ -617,7 +617,7 @@ int
 main(int argc, char **argv)
 {
     struct daemon *d = calloc(1, sizeof(*d)); /* large: config, state */
-    char err[256];
+    char err[1024];                             /* a path, and why it is refused */
     int r;
 
     if (d == NULL)
