@@ -137,7 +137,7 @@ reload_pool(struct daemon_ctx *ctx, struct json_object *pools, const struct conf
         if (r < 0)
             goto refused;
         log_info("reload: pool %s: created, policy %s on cpu(s) %s", p->name, p->policy,
-                 p->cpus[0] ? p->cpus : "(all but 0)");
+                 p->cpus[0] ? p->cpus : "(the default)");
         return 1;
     }
     if (!same_cpus(live, cpus, n)) {
