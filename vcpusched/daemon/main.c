@@ -617,7 +617,7 @@ int
 main(int argc, char **argv)
 {
     struct daemon *d = calloc(1, sizeof(*d)); /* large: config, state */
-    char err[1024];                             /* a path, and why it is refused */
+    char err[1024];                           /* a path, and why it is refused */
     int r;
 
     if (d == NULL)
