@@ -313,6 +313,38 @@ START_TEST(test_paths)
 }
 END_TEST
 
+/* The v1 hold group: named after its daemon, told apart from a thread's group. */
+START_TEST(test_hold_names)
+{
+    static const struct {
+        const char *name;
+        pid_t pid;
+    } names[] = {
+        {"hold-4242", 4242},
+        {"hold-1", 1},
+        {"4242", -1},
+        {"hold-", -1},
+        {"hold-0", -1},
+        {"hold-042", -1},
+        {"hold-12x", -1},
+        {"hold--3", -1},
+        {"Hold-7", -1},
+        {"hold-99999999999", -1},
+        {"", -1},
+    };
+    char out[CGROUP_DIR_MAX], small[32];
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        ck_assert_msg(cgroup_hold_pid(names[i].name) == names[i].pid, "%s", names[i].name);
+    ck_assert_int_eq(cgroup_hold_dir("/sys/fs/cgroup/freezer", 4242, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/sys/fs/cgroup/freezer/vcpusched/hold-4242");
+    ck_assert_int_eq(cgroup_hold_pid(strrchr(out, '/') + 1), 4242);
+    ck_assert_int_eq(cgroup_hold_dir("/sys/fs/cgroup/freezer", 4242, small, sizeof(small)),
+                     -ENAMETOOLONG);
+    ck_assert_str_eq(small, "");
+}
+END_TEST
+
 static Suite *
 cgroup_suite(void)
 {
@@ -329,6 +361,7 @@ cgroup_suite(void)
     tcase_add_test(tc, test_choose_v2);
     tcase_add_test(tc, test_choose_v2_refused);
     tcase_add_test(tc, test_paths);
+    tcase_add_test(tc, test_hold_names);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -55,7 +55,8 @@ struct daemon {
     struct vcpu_resync *resync;
     struct metrics_file metrics;
     cpu_set_t online;
-    cpu_set_t guard_cpus; /* where the guardian is pinned */
+    cpu_set_t guard_cpus;           /* where the guardian is pinned */
+    char park_hold[CGROUP_DIR_MAX]; /* our v1 hold group (act_park_hold), or "" */
     int sig_fd;
     int tick_fd;
     int ep;
@@ -335,8 +336,8 @@ guardian_run(struct daemon *d)
 {
     char err[256];
 
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, err,
-                       sizeof(err)) < 0) {
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, d->park_hold,
+                       err, sizeof(err)) < 0) {
         log_warnx("%s", err);
         return;
     }
@@ -542,10 +543,12 @@ daemon_start(struct daemon *d)
     rt_throttle_setup(&d->sf, &d->cfg);
     rt_group_report(d, &mounts);
     park_report(&mounts, &sc.park);
+    if (act_park_hold(&sc.park, d->park_hold, sizeof(d->park_hold), err, sizeof(err)) < 0)
+        log_warnx("parking: %s: every park and unpark costs more", err);
     housekeeping_setup(d);
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, err,
-                       sizeof(err)) < 0)
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, d->park_hold,
+                       err, sizeof(err)) < 0)
         fatalx("%s", err);
     d->guard_cpus = d->ctx.housekeeping;
     d->ctx.guardian_pid = d->guard.pid;
@@ -589,6 +592,7 @@ daemon_stop(struct daemon *d)
     sched_destroy(d->ctx.sched);
     events_close(d->ev);
     (void)statefile_restore_all(&d->sf); /* sched_rt_runtime_us, and anything missed */
+    act_park_unhold(d->park_hold);
     d->sf.hdr->owner_pid = 0;
     statefile_disown(&d->sf); /* nothing left to restore: the guardian may go at once */
     guardian_stop(&d->guard);

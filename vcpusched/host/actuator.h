@@ -100,6 +100,18 @@ int act_cgroup_mounts(struct cgroup_mounts *m, char *err, size_t errlen);
  */
 int act_park_init(struct act_park *p, const struct cgroup_mounts *m, enum cgroup_want want,
                   char *err, size_t errlen);
+/*
+ * v1 only: an empty frozen group of this daemon's, held while it runs
+ * (cgroup_hold_dir), after removing those of daemons that died. Linux
+ * 6.1+ turns a static key on when a first v1 group freezes and off when
+ * the last one thaws, patching kernel text with IPIs to every CPU: every
+ * park and unpark of a lone capped vCPU paid it (4x the cost of the write
+ * on two CPUs). Held, they flip nothing. hold gets the group, or "" if
+ * there is none to hold (not v1, or it failed: err says why).
+ */
+int act_park_hold(const struct act_park *p, char *hold, size_t len, char *err, size_t errlen);
+/* Let the hold go (NULL or "": nothing), and our top group if now empty. */
+void act_park_unhold(const char *hold);
 
 /*
  * Stop all CPU use of the thread, or allow it again. The first freeze

@@ -339,6 +339,68 @@ act_park_init(struct act_park *p, const struct cgroup_mounts *m, enum cgroup_wan
     return 0;
 }
 
+/* Remove the hold groups of daemons that are gone (a crash before the guardian ran). */
+static void
+unhold_dead(const char *top)
+{
+    char dir[CGROUP_DIR_MAX];
+    DIR *d = opendir(top);
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        pid_t pid = cgroup_hold_pid(e->d_name);
+
+        if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH &&
+            snprintf(dir, sizeof(dir), "%s/%s", top, e->d_name) < (int)sizeof(dir))
+            (void)rmdir(dir);
+    }
+    closedir(d);
+}
+
+int
+act_park_hold(const struct act_park *p, char *hold, size_t len, char *err, size_t errlen)
+{
+    char top[CGROUP_DIR_MAX], state[CGROUP_DIR_MAX + 32];
+    int r;
+
+    hold[0] = '\0';
+    if (p->backend != CGROUP_BACKEND_V1)
+        return 0;
+    snprintf(top, sizeof(top), "%s/" CGROUP_V1_PARK_DIR, p->mount);
+    unhold_dead(top);
+    r = cgroup_hold_dir(p->mount, getpid(), hold, len);
+    if (r == 0 &&
+        ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(hold, 0755) < 0 && errno != EEXIST)))
+        r = -errno;
+    if (r == 0) {
+        snprintf(state, sizeof(state), "%s/freezer.state", hold);
+        r = write_file(state, "FROZEN");
+    }
+    if (r < 0) {
+        snprintf(err, errlen, "cannot hold v1 freezer group %s: %s", hold[0] ? hold : top,
+                 strerror(-r));
+        act_park_unhold(hold);
+        hold[0] = '\0';
+    }
+    return r;
+}
+
+void
+act_park_unhold(const char *hold)
+{
+    char top[CGROUP_DIR_MAX];
+    const char *slash;
+
+    if (hold == NULL || hold[0] == '\0' || (slash = strrchr(hold, '/')) == NULL ||
+        (size_t)(slash - hold) >= sizeof(top))
+        return;
+    (void)rmdir(hold); /* frozen and empty: the kernel lets it go, key and all */
+    snprintf(top, sizeof(top), "%.*s", (int)(slash - hold), hold);
+    (void)rmdir(top);
+}
+
 static int
 write_tid(const char *dir, const char *file, pid_t tid)
 {

@@ -4,6 +4,7 @@
  * group to freeze, from text; see cgroup.h. No system call here.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,4 +293,31 @@ cgroup_park_dir(enum cgroup_park_mode mode, const char *mount, const char *path,
         return r;
     }
     return cgroup_group_dir(mount, rel, out, len);
+}
+
+int
+cgroup_hold_dir(const char *mount, pid_t pid, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s/" CGROUP_V1_PARK_DIR "/" CGROUP_V1_HOLD_PREFIX "%d", mount,
+                     (int)pid);
+
+    if (n < 0 || (size_t)n >= len) {
+        out[0] = '\0';
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+pid_t
+cgroup_hold_pid(const char *name)
+{
+    size_t n = strlen(CGROUP_V1_HOLD_PREFIX);
+    char *end;
+    long v;
+
+    if (strncmp(name, CGROUP_V1_HOLD_PREFIX, n) != 0 || name[n] < '1' || name[n] > '9')
+        return -1;
+    errno = 0;
+    v = strtol(name + n, &end, 10);
+    return *end != '\0' || errno != 0 || v > INT_MAX ? -1 : (pid_t)v;
 }

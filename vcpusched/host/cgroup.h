@@ -19,6 +19,8 @@
 #define CGROUP_DIR_MAX (CGROUP_MOUNT_MAX + CGROUP_PATH_MAX + 32)
 /* Our v1 freezer groups: <freezer mount>/vcpusched/<tid>. */
 #define CGROUP_V1_PARK_DIR "vcpusched"
+/* A daemon's v1 hold group: <freezer mount>/vcpusched/hold-<pid> (act_park_hold). */
+#define CGROUP_V1_HOLD_PREFIX "hold-"
 /* Our v2 threaded child groups: <thread's group>/vcpusched-park-<tid>. */
 #define CGROUP_V2_PARK_PREFIX "vcpusched-park-"
 
@@ -111,6 +113,14 @@ int cgroup_group_dir(const char *mount, const char *path, char *out, size_t len)
  */
 int cgroup_park_dir(enum cgroup_park_mode mode, const char *mount, const char *path, pid_t tid,
                     char *out, size_t len);
+
+/*
+ * The v1 hold group of daemon `pid`, <mount>/vcpusched/hold-<pid>;
+ * -ENAMETOOLONG (out "") if it does not fit.
+ */
+int cgroup_hold_dir(const char *mount, pid_t pid, char *out, size_t len);
+/* The daemon a name in <mount>/vcpusched/ is the hold group of, or -1. */
+pid_t cgroup_hold_pid(const char *name);
 /* The same as a path in the hierarchy (what /proc/<tid>/cgroup shows). */
 int cgroup_park_path(enum cgroup_park_mode mode, const char *path, pid_t tid, char *out,
                      size_t len);

@@ -15,6 +15,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "actuator.h"
 #include "guardian.h"
 
 /* Close every descriptor but `keep` and the standard ones. */
@@ -36,7 +37,7 @@ close_other_fds(int keep1, int keep2)
 }
 
 static _Noreturn void
-guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus, int rt_prio)
+guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus, int rt_prio, const char *hold)
 {
     struct sched_param sp = {.sched_priority = rt_prio};
     sigset_t all;
@@ -63,6 +64,7 @@ guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus, int rt_prio)
     if (rt_prio > 0)
         (void)sched_setscheduler(0, SCHED_FIFO, &sp);
     restored = statefile_guardian_restore(sf, sf->gen);
+    act_park_unhold(hold); /* after the thaws: with it held, they are cheap */
     if (restored > 0) {
         openlog("vcpusched-guard", LOG_PID, LOG_DAEMON);
         syslog(LOG_WARNING, "daemon died: restored %d thread(s)", restored);
@@ -73,7 +75,7 @@ guardian_main(int fd, struct statefile *sf, const cpu_set_t *cpus, int rt_prio)
 
 int
 guardian_start(struct guardian *g, struct statefile *sf, const cpu_set_t *cpus, int rt_prio,
-               char *err, size_t errlen)
+               const char *hold, char *err, size_t errlen)
 {
     int p[2];
     pid_t pid;
@@ -91,7 +93,7 @@ guardian_start(struct guardian *g, struct statefile *sf, const cpu_set_t *cpus, 
     }
     if (pid == 0) {
         close(p[1]);
-        guardian_main(p[0], sf, cpus, rt_prio);
+        guardian_main(p[0], sf, cpus, rt_prio, hold);
     }
     close(p[0]);
     g->pid = pid;
