@@ -298,10 +298,14 @@ class Rig:
         return self.sh(f"cat /var/log/xen/guest-{name}.log 2>/dev/null; true")
 
     def wait_console(self, name, word, timeout=120):
+        """Wait for `word` on a domU's console; a guest that reports a
+        failure (VS-ERROR: it then powers off) ends the wait at once."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self.console_of(name)
             if word in out:
                 return out
+            if "VS-ERROR" in out:
+                raise RigError(f"{name}: failed before {word}:\n{out[-2000:]}")
             time.sleep(1.0)
         raise RigError(f"{name}: no {word} in {timeout} s:\n{self.console_of(name)[-2000:]}")
