@@ -2,7 +2,8 @@
 /*
  * test_notify.c - the daemon's sd_notify(3) sender (vcpusched/daemon/
  * notify.c) against real datagram sockets, a path and an abstract name,
- * as systemd's manager listens; and what it refuses.
+ * as systemd's manager listens; and what it refuses. The watchdog's
+ * interval from systemd's variables.
  */
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,22 @@ START_TEST(bad_addresses)
 }
 END_TEST
 
+/* WATCHDOG_USEC / WATCHDOG_PID as systemd sets them, and what is not for us. */
+START_TEST(watchdog_interval)
+{
+    ck_assert_uint_eq(notify_watchdog_usec("10000000", NULL, 42), 10000000);
+    ck_assert_uint_eq(notify_watchdog_usec("10000000", "42", 42), 10000000);
+    ck_assert_uint_eq(notify_watchdog_usec("10000000", "43", 42), 0); /* another process's */
+    ck_assert_uint_eq(notify_watchdog_usec(NULL, "42", 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("", NULL, 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("0", NULL, 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("10s", NULL, 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("-5", NULL, 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("10000000", "x42", 42), 0);
+    ck_assert_uint_eq(notify_watchdog_usec("99999999999999999999999", NULL, 42), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -114,6 +131,7 @@ main(void)
     tcase_add_test(tc, path_socket);
     tcase_add_test(tc, abstract_socket);
     tcase_add_test(tc, bad_addresses);
+    tcase_add_test(tc, watchdog_interval);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -15,6 +15,11 @@
  * busy polling the clock, the ring (no system call while it is empty) and
  * the pools' deadlines.
  *
+ * Progress: each dispatcher publishes a heartbeat per CPU it serves in the
+ * state file (a relaxed store, no system call) after every pass, and an
+ * idle shared dispatcher wakes every DISPATCH_BEAT_MS to say it lives;
+ * the guardian's watchdog reads them (host/watchdog.h).
+ *
  * Run time charged to the policy is what the kernel reports (switch
  * events, or schedstat in the /proc fallback), including time a LOW
  * thread ran because the elected one was blocked; an open run is charged
@@ -30,7 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host/watchdog.h"
 #include "sched_priv.h"
+
+/* An idle shared dispatcher's heartbeat period (host/watchdog.h). */
+#define DISPATCH_BEAT_MS ((int)(WATCHDOG_BEAT_NS / NSEC_PER_MSEC))
+/* The dedicated poller refreshes a pool's heartbeats at most this often. */
+#define DEDICATED_BEAT_NS NSEC_PER_MSEC
 
 uint64_t
 sched_now(void)
@@ -571,6 +582,7 @@ shared_main(void *arg)
     struct sched_pool *sp = c->sp;
     struct epoll_event ev[4];
     uint64_t buf;
+    pid_t tid = gettid();
     int ep = epoll_create1(EPOLL_CLOEXEC);
 
     if (ep < 0)
@@ -588,23 +600,32 @@ shared_main(void *arg)
             epoll_ctl(ep, EPOLL_CTL_ADD, events_fd(sp->s->ev), &ev[0]);
         }
     }
+    statefile_beat(sp->s->sf, c->host, tid, sched_now());
     while (!atomic_load(&sp->stop)) {
         struct cpuset kick;
-        uint64_t next;
+        uint64_t next, now;
         bool drained;
-        int n = epoll_wait(ep, ev, 4, -1);
+        int n = epoll_wait(ep, ev, 4, DISPATCH_BEAT_MS);
 
+        if (n == 0) { /* nothing due: only say it lives */
+            statefile_beat(sp->s->sf, c->host, tid, sched_now());
+            continue;
+        }
         for (int i = 0; i < n; i++)
             if (ev[i].data.fd == c->kick_fd || ev[i].data.fd == c->timer_fd)
                 (void)!read(ev[i].data.fd, &buf, sizeof(buf));
         drained = drain_events(sp->s, sched_now(), c) >= 0;
+        dispatch_fault_point(sp, c, false);
         dispatch_lock(sp);
-        next = cpu_step(sp, c, sched_now(), drained, &kick);
+        dispatch_fault_point(sp, c, true);
+        now = sched_now();
+        next = cpu_step(sp, c, now, drained, &kick);
         dispatch_unlock(sp);
         dispatch_kick(sp, &kick);
         if (c->slice_ns != 0)
             next = slice_start(c, next);
         timer_arm(c, next);
+        statefile_beat(sp->s->sf, c->host, tid, now);
     }
     close(ep);
     return NULL;
@@ -616,16 +637,25 @@ shared_main(void *arg)
  * Step every CPU of sp if it is due or poked and the control path does
  * not want its lock. Returns true if it stepped.
  */
-static bool
+enum dedicated_result {
+    DEDICATED_STEPPED,
+    DEDICATED_NOT_DUE, /* nothing to do: healthy */
+    DEDICATED_BUSY,    /* the control path has (or wants) the pool: no progress */
+};
+
+static enum dedicated_result
 dedicated_step(struct sched_pool *sp, uint64_t now)
 {
     uint64_t next = POLICY_NEVER;
     struct cpuset kick;
 
-    if ((!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due)) ||
-        atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0)
-        return false;
+    if (!atomic_load(&sp->poke) && now < atomic_load(&sp->next_due))
+        return DEDICATED_NOT_DUE;
+    if (atomic_load(&sp->ctl_waiting) > 0 || pthread_mutex_trylock(&sp->lock) != 0)
+        return DEDICATED_BUSY;
     sched_pool_locked_by_me(sp, true);
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        dispatch_fault_point(sp, &sp->cpus[i], true);
     atomic_store(&sp->poke, false);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         uint64_t t = cpu_step(sp, &sp->cpus[i], sched_now(), true, &kick);
@@ -635,7 +665,18 @@ dedicated_step(struct sched_pool *sp, uint64_t now)
     }
     atomic_store(&sp->next_due, next);
     dispatch_unlock(sp);
-    return true;
+    return DEDICATED_STEPPED;
+}
+
+/* The poller's heartbeats of sp's CPUs, refreshed at most every DEDICATED_BEAT_NS. */
+static void
+dedicated_beat(struct sched_pool *sp, pid_t tid, uint64_t now)
+{
+    if (now - sp->beat_ns < DEDICATED_BEAT_NS)
+        return;
+    sp->beat_ns = now;
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        statefile_beat(sp->s->sf, sp->cpus[i].host, tid, now);
 }
 
 static void *
@@ -643,6 +684,7 @@ dedicated_main(void *arg)
 {
     struct sched *s = arg;
     uint64_t last_proc = 0;
+    pid_t tid = gettid();
 
     while (!atomic_load(&s->dstop)) {
         uint64_t now = sched_now();
@@ -654,9 +696,11 @@ dedicated_main(void *arg)
         }
         for (unsigned int i = 0; i < SCHED_MAX_POOLS; i++) {
             struct sched_pool *sp = atomic_load(&s->dpools[i]);
+            enum dedicated_result r = sp != NULL ? dedicated_step(sp, now) : DEDICATED_BUSY;
 
-            if (sp != NULL && dedicated_step(sp, now))
-                stepped = true;
+            stepped = stepped || r == DEDICATED_STEPPED;
+            if (r != DEDICATED_BUSY)
+                dedicated_beat(sp, tid, now);
         }
         atomic_fetch_add(&s->dloops, 1); /* no pool pointer is held past here */
         if (!stepped)
@@ -723,6 +767,7 @@ dedicated_add(struct sched_pool *sp, char *err, size_t errlen)
     }
     sp->dthread = s->dthread;
     sp->dstarted = true;
+    sp->beat_ns = 0;
     atomic_store(&sp->next_due, 0);
     atomic_store(&s->dpools[i], sp);
     return 0;
@@ -754,11 +799,13 @@ dedicated_remove(struct sched_pool *sp)
         atomic_store(&s->dstop, true);
         pthread_join(s->dthread, NULL);
         s->dstarted = false;
-        return;
+    } else {
+        loops = atomic_load(&s->dloops);
+        while (atomic_load(&s->dloops) == loops)
+            nanosleep(&tick, NULL);
     }
-    loops = atomic_load(&s->dloops);
-    while (atomic_load(&s->dloops) == loops)
-        nanosleep(&tick, NULL);
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        statefile_beat_stop(s->sf, sp->cpus[i].host);
 }
 
 int
@@ -798,5 +845,6 @@ dispatch_stop(struct sched_pool *sp)
         if (sp->cpus[i].started)
             pthread_join(sp->cpus[i].thread, NULL);
         sp->cpus[i].started = false;
+        statefile_beat_stop(sp->s->sf, sp->cpus[i].host);
     }
 }

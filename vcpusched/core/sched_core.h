@@ -142,6 +142,22 @@ int sched_resync(struct sched *s);
  */
 int sched_wake_missed(struct sched *s);
 
+#if VCPUSCHED_FAULTS
+enum sched_fault {
+    SCHED_FAULT_NONE,
+    SCHED_FAULT_SPIN,  /* loop at HIGH holding the pool lock */
+    SCHED_FAULT_BLOCK, /* sleep in the kernel (pause) holding the pool lock */
+    SCHED_FAULT_STALL, /* sleep in the kernel before taking it: others go on */
+};
+/*
+ * Test builds only (VCPUSCHED_FAULTS; never in Release or the package):
+ * the dispatcher serving host CPU `cpu` meets `fault` at its next pass
+ * over that CPU, and never comes back. For the watchdog's tests. -ENOENT
+ * if no pool has the CPU.
+ */
+int sched_fault_arm(struct sched *s, int cpu, enum sched_fault fault);
+#endif
+
 /* JSON views for the control protocol (docs/protocol.md). New objects. */
 struct json_object *sched_json_domain(struct sched *s, const char *name);
 struct json_object *sched_json_list(struct sched *s);

@@ -114,6 +114,7 @@ struct sched_pool {
     /* Dedicated pattern: the poller locks only when poked or due. */
     atomic_bool poke;
     _Atomic uint64_t next_due;
+    uint64_t beat_ns; /* the poller's last heartbeat of this pool's CPUs */
     /*
      * Control paths waiting for `lock` (not yet holding it). A PI unlock
      * hands the lock to its highest-priority waiter, so a SCHED_OTHER
@@ -155,7 +156,24 @@ struct sched {
     atomic_bool dstop;
     pthread_t dthread;
     bool dstarted;
+    atomic_int fault; /* test builds: enum sched_fault (dispatch_fault.c) */
+    atomic_int fault_cpu;
 };
+
+/*
+ * Test builds (VCPUSCHED_FAULTS): where a dispatcher meets an armed fault
+ * (dispatch_fault.c), holding the pool lock (`locked`) or about to take
+ * it; nothing elsewhere.
+ */
+#if VCPUSCHED_FAULTS
+void dispatch_fault_point(struct sched_pool *sp, const struct sched_cpu *c, bool locked);
+#else
+static inline void
+dispatch_fault_point(struct sched_pool *sp, const struct sched_cpu *c, bool locked)
+{
+    (void)sp, (void)c, (void)locked;
+}
+#endif
 
 /* dispatch.c */
 int dispatch_start(struct sched_pool *sp, char *err, size_t errlen);

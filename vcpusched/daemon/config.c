@@ -14,6 +14,7 @@
 #include "common/version.h"
 #include "config.h"
 #include "host/statefile.h"
+#include "host/watchdog.h"
 
 #define DEFAULT_POOL "main"
 
@@ -33,6 +34,7 @@ config_defaults(struct config *c)
     c->proc_poll_us = 1000; /* the fallback's resolution: one scan per ms */
     snprintf(c->libvirt, sizeof(c->libvirt), "qemu:///system");
     c->metrics_period_s = 10;
+    c->watchdog_ms = WATCHDOG_BOUND_MS_DEFAULT;
 }
 
 static int
@@ -212,6 +214,16 @@ config_set(struct config *c, const char *key, char *val, char *err, size_t errle
         c->rt_runtime_us = r == 0 ? x : c->rt_runtime_us;
         return r;
     }
+    if (strcmp(key, "watchdog-ms") == 0) {
+        r = parse_long(key, val, 0, WATCHDOG_BOUND_MS_MAX, &x, err, errlen);
+        if (r == 0 && x != 0 && x < WATCHDOG_BOUND_MS_MIN) {
+            snprintf(err, errlen, "%s: '%s' is below %d ms (0 turns the watchdog off)", key, val,
+                     WATCHDOG_BOUND_MS_MIN);
+            r = -EINVAL;
+        }
+        c->watchdog_ms = r == 0 ? (unsigned int)x : c->watchdog_ms;
+        return r;
+    }
     if (strcmp(key, "rt-runtime-unsafe") == 0) {
         r = set_enum(key, val, yes_no, 2, &e, err, errlen);
         c->rt_runtime_unsafe = r == 0 ? e == 1 : c->rt_runtime_unsafe;
@@ -309,7 +321,7 @@ config_usage(const char *prog)
             "          [--priority-base N] [--rt-cgroup move|fail] [--park auto|v1|v2]\n"
             "          [--proc-poll-us N] [--pidfile PATH] [--libvirt URI|none]\n"
             "          [--log-level warning|info|debug] [--metrics-file PATH]\n"
-            "          [--metrics-period SECONDS]\n",
+            "          [--metrics-period SECONDS] [--watchdog-ms MS]\n",
             prog);
 }
 
@@ -342,6 +354,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"log-level", required_argument, NULL, 1},
         {"metrics-file", required_argument, NULL, 1},
         {"metrics-period", required_argument, NULL, 1},
+        {"watchdog-ms", required_argument, NULL, 1},
         {NULL, 0, NULL, 0},
     };
     int o, idx, r;

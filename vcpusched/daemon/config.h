@@ -47,6 +47,7 @@ struct config {
     char libvirt[256];             /* URI the libvirt watcher follows; "none": no watcher */
     char metrics_file[256];        /* node_exporter textfile ("": none), docs/metrics.md */
     unsigned int metrics_period_s; /* how often it is rewritten */
+    unsigned int watchdog_ms;      /* the guardian's bound (host/watchdog.h); 0: off */
     struct config_pool pools[CONFIG_MAX_POOLS];
     unsigned int nr_pools;
 };

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "handlers.h"
 #include "host/discover.h"
@@ -114,6 +115,35 @@ control_json(const struct control *c)
     json_object_object_add(o, "oversize", json_object_new_int64((int64_t)st.oversize));
     json_object_object_add(o, "timeouts", json_object_new_int64((int64_t)st.timeouts));
     json_object_object_add(o, "io_errors", json_object_new_int64((int64_t)st.io_errors));
+    return o;
+}
+
+/* The guardian's watchdog (docs/protocol.md, stats): its bound, trips and the last one. */
+static struct json_object *
+watchdog_json(const struct statefile *sf)
+{
+    const struct statefile_watch *w = sf->watch;
+    struct json_object *o = json_object_new_object(), *last = NULL;
+    uint64_t trips = __atomic_load_n(&w->trips, __ATOMIC_ACQUIRE);
+    int cpu;
+    uint64_t age = statefile_oldest_beat(sf, clock_mono_ns(), &cpu);
+
+    json_object_object_add(o, "bound_ms", json_object_new_int64((int64_t)w->bound_ms));
+    json_object_object_add(o, "trips", json_object_new_int64((int64_t)trips));
+    json_object_object_add(o, "oldest_beat_ms",
+                           json_object_new_int64((int64_t)(age / NSEC_PER_MSEC)));
+    json_object_object_add(o, "oldest_beat_cpu", json_object_new_int(cpu));
+    if (trips > 0) {
+        last = json_object_new_object();
+        json_object_object_add(last, "time", json_object_new_int64(w->last.realtime_s));
+        json_object_object_add(last, "cpu", json_object_new_int(w->last.cpu));
+        json_object_object_add(last, "tid", json_object_new_int(w->last.tid));
+        json_object_object_add(last, "dispatcher", json_object_new_int(w->last.dispatcher));
+        json_object_object_add(last, "waited_ms", json_object_new_int64(w->last.waited_ms));
+        json_object_object_add(last, "beat_ms", json_object_new_int64(w->last.beat_ms));
+        json_object_object_add(last, "restored", json_object_new_int64(w->last.restored));
+    }
+    json_object_object_add(o, "last", last);
     return o;
 }
 
@@ -301,6 +331,8 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
         *res = sched_json_stats(d->sched);
         if (d->ctl != NULL)
             json_object_object_add(*res, "control", control_json(d->ctl));
+        if (*res != NULL && d->sf != NULL)
+            json_object_object_add(*res, "watchdog", watchdog_json(d->sf));
         return 0;
     case CTL_POOL:
         return do_pool(d, req, res, err, errlen);

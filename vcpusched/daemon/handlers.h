@@ -26,6 +26,7 @@ struct daemon_ctx {
     const char *libvirt_dir;    /* libvirt's status files (NULL: LIBVIRT_RUN_DIR) */
     _Atomic pid_t guardian_pid; /* never managed; main.c keeps it current */
     struct control *ctl;        /* for its counters in `stats` */
+    struct statefile *sf;       /* the watchdog's record, for `stats` */
 };
 
 /* control_handler_fn for the daemon (see control.h). */

@@ -34,6 +34,8 @@
 #include "vcpu_resync.h"
 #include "common/log.h"
 #include "host/topology.h"
+#include "host/watchdog.h"
+#include "common/clock.h"
 #include "notify.h"
 #include "reload.h"
 #include "metrics_file.h"
@@ -57,6 +59,12 @@ struct daemon {
     cpu_set_t online;
     cpu_set_t guard_cpus;           /* where the guardian is pinned */
     char park_hold[CGROUP_DIR_MAX]; /* our v1 hold group (act_park_hold), or "" */
+    uint64_t wd_usec;               /* the service manager's watchdog interval (0: none) */
+    bool wd_stale;                  /* a dispatcher's heartbeat was too old: said once */
+#if VCPUSCHED_FAULTS
+    int fault; /* test builds: VCPUSCHED_FAULT, armed on SIGUSR2 */
+    int fault_cpu;
+#endif
     int sig_fd;
     int tick_fd;
     int ep;
@@ -322,6 +330,9 @@ loop_setup(struct daemon *d)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
+#if VCPUSCHED_FAULTS
+    sigaddset(&set, SIGUSR2); /* test builds: arm VCPUSCHED_FAULT */
+#endif
     d->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     d->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     d->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -331,13 +342,20 @@ loop_setup(struct daemon *d)
         fatal("event loop set-up");
 }
 
+/* Above the dispatchers' HIGH (prio_base + 2): it must preempt a dedicated one spinning. */
+static int
+guardian_prio(const struct daemon *d)
+{
+    return d->cfg.prio_base + 3 <= 99 ? d->cfg.prio_base + 3 : 99;
+}
+
 static void
 guardian_run(struct daemon *d)
 {
     char err[256];
 
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, d->park_hold,
-                       err, sizeof(err)) < 0) {
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, guardian_prio(d), d->park_hold, err,
+                       sizeof(err)) < 0) {
         log_warnx("%s", err);
         return;
     }
@@ -355,6 +373,68 @@ guardian_repin(struct daemon *d)
         log_warn("pin the guardian to housekeeping cpus");
     else
         d->guard_cpus = d->ctx.housekeeping;
+}
+
+/* Tell a service manager (systemd, Type=notify) how things stand. */
+static void
+daemon_notify(const char *state)
+{
+    char err[256];
+
+    if (notify_send(state, err, sizeof(err)) < 0)
+        log_warnx("%s", err);
+}
+
+/*
+ * The service manager's watchdog (WatchdogSec=): "WATCHDOG=1" only while
+ * every dispatcher's heartbeat is fresh, so that a daemon whose main loop
+ * lives while a dispatcher is stuck is restarted too (the guardian acts
+ * first when a thread waits behind it).
+ */
+static void
+watchdog_ping(struct daemon *d)
+{
+    uint64_t bound =
+        (d->cfg.watchdog_ms ? d->cfg.watchdog_ms : WATCHDOG_BOUND_MS_DEFAULT) * NSEC_PER_MSEC;
+    int cpu;
+    uint64_t age = statefile_oldest_beat(&d->sf, clock_mono_ns(), &cpu);
+
+    if (d->wd_usec == 0)
+        return;
+    if (age < bound) {
+        d->wd_stale = false;
+        daemon_notify("WATCHDOG=1");
+    } else if (!d->wd_stale) {
+        d->wd_stale = true;
+        log_warnx("watchdog: cpu %d's dispatcher made no pass for %llu ms: not telling the "
+                  "service manager the daemon is well",
+                  cpu, (unsigned long long)(age / NSEC_PER_MSEC));
+    }
+}
+
+/* What the guardian's watchdog did before this daemon (the state file lives until reboot). */
+static void
+watchdog_report(struct daemon *d)
+{
+    const struct statefile_watch *w = d->sf.watch;
+    uint64_t trips = __atomic_load_n(&w->trips, __ATOMIC_ACQUIRE);
+
+    if (trips > 0)
+        log_warnx("watchdog: %llu trip(s) since boot; the last at %lld (unix time): cpu %d's "
+                  "dispatcher (thread %d) made no pass for %u ms while thread %d waited %u ms; "
+                  "%u thread(s) given back, the daemon ended",
+                  (unsigned long long)trips, (long long)w->last.realtime_s, w->last.cpu,
+                  w->last.dispatcher, w->last.beat_ms, w->last.tid, w->last.waited_ms,
+                  w->last.restored);
+    __atomic_store_n(&d->sf.watch->bound_ms, d->cfg.watchdog_ms, __ATOMIC_RELAXED);
+    d->wd_usec = notify_watchdog_usec(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"), getpid());
+    if (d->cfg.watchdog_ms == 0)
+        log_warnx("watchdog: off (watchdog-ms 0): a stuck daemon keeps its vCPUs at SCHED_FIFO");
+    else
+        log_info("watchdog: a thread runnable for %u ms behind a dispatcher that made no pass "
+                 "for as long ends the daemon%s",
+                 d->cfg.watchdog_ms,
+                 d->wd_usec ? "; WATCHDOG=1 to the service manager while dispatchers pass" : "");
 }
 
 static void
@@ -377,17 +457,8 @@ housekeeping(struct daemon *d)
         guardian_run(d);
     }
     guardian_repin(d);
+    watchdog_ping(d);
     metrics_file_tick(&d->metrics, &d->ctx);
-}
-
-/* Tell a service manager (systemd, Type=notify) how things stand. */
-static void
-daemon_notify(const char *state)
-{
-    char err[256];
-
-    if (notify_send(state, err, sizeof(err)) < 0)
-        log_warnx("%s", err);
 }
 
 /*
@@ -434,6 +505,43 @@ daemon_reload(struct daemon *d)
     daemon_notify("READY=1\nSTATUS=running");
 }
 
+#if VCPUSCHED_FAULTS
+/*
+ * Test builds only: VCPUSCHED_FAULT=spin:CPU, block:CPU or stall:CPU names
+ * a fault for CPU's dispatcher (core/dispatch_fault.c), armed by SIGUSR2.
+ */
+static void
+fault_parse(struct daemon *d)
+{
+    const char *f = getenv("VCPUSCHED_FAULT");
+    int cpu;
+
+    d->fault = SCHED_FAULT_NONE;
+    if (f == NULL || f[0] == '\0')
+        return;
+    if (sscanf(f, "spin:%d", &cpu) == 1)
+        d->fault = SCHED_FAULT_SPIN;
+    else if (sscanf(f, "block:%d", &cpu) == 1)
+        d->fault = SCHED_FAULT_BLOCK;
+    else if (sscanf(f, "stall:%d", &cpu) == 1)
+        d->fault = SCHED_FAULT_STALL;
+    else
+        fatalx("VCPUSCHED_FAULT=%s: not spin:CPU, block:CPU or stall:CPU", f);
+    d->fault_cpu = cpu;
+    log_warnx("test build: fault %s armed by SIGUSR2", f);
+}
+
+static void
+fault_arm(struct daemon *d)
+{
+    if (d->fault == SCHED_FAULT_NONE ||
+        sched_fault_arm(d->ctx.sched, d->fault_cpu, (enum sched_fault)d->fault) < 0)
+        log_warnx("SIGUSR2: no fault armed (VCPUSCHED_FAULT)");
+    else
+        log_warnx("SIGUSR2: fault injected into cpu %d's dispatcher", d->fault_cpu);
+}
+#endif
+
 /* Returns false when the daemon must stop. */
 static bool
 on_signal(struct daemon *d)
@@ -449,6 +557,11 @@ on_signal(struct daemon *d)
         case SIGHUP:
             daemon_reload(d);
             break;
+#if VCPUSCHED_FAULTS
+        case SIGUSR2:
+            fault_arm(d);
+            break;
+#endif
         default:
             break; /* SIGCHLD: the guardian is checked by housekeeping */
         }
@@ -487,6 +600,9 @@ signals_block(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
+#if VCPUSCHED_FAULTS
+    sigaddset(&set, SIGUSR2);
+#endif
     sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
@@ -540,6 +656,10 @@ daemon_start(struct daemon *d)
         fatal("sched_getaffinity");
     cgroups_setup(d, &mounts, &sc.park);
     state_open(d);
+    watchdog_report(d);
+#if VCPUSCHED_FAULTS
+    fault_parse(d);
+#endif
     rt_throttle_setup(&d->sf, &d->cfg);
     rt_group_report(d, &mounts);
     park_report(&mounts, &sc.park);
@@ -547,8 +667,8 @@ daemon_start(struct daemon *d)
         log_warnx("parking: %s: every park and unpark costs more", err);
     housekeeping_setup(d);
     sc.dedicated_cpu = d->cfg.dedicated_cpu;
-    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, d->cfg.prio_base + 2, d->park_hold,
-                       err, sizeof(err)) < 0)
+    if (guardian_start(&d->guard, &d->sf, &d->ctx.housekeeping, guardian_prio(d), d->park_hold, err,
+                       sizeof(err)) < 0)
         fatalx("%s", err);
     d->guard_cpus = d->ctx.housekeeping;
     d->ctx.guardian_pid = d->guard.pid;
@@ -571,6 +691,7 @@ daemon_start(struct daemon *d)
                      sizeof(err)) < 0)
         fatalx("control socket: %s", err);
     d->ctx.ctl = d->ctl;
+    d->ctx.sf = &d->sf;
     pools_create(d);
     loop_setup(d);
     libvirt_setup(d);

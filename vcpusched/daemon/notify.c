@@ -6,6 +6,8 @@
  * on hosts that do not run systemd at all.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,4 +53,29 @@ notify_send(const char *state, char *err, size_t errlen)
         return -e;
     }
     return 1;
+}
+
+/* A decimal number, all of s; false otherwise. */
+static bool
+parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+uint64_t
+notify_watchdog_usec(const char *usec, const char *pid, pid_t self)
+{
+    uint64_t us, p;
+
+    if (!parse_u64(usec, &us))
+        return 0;
+    if (pid != NULL && (!parse_u64(pid, &p) || p != (uint64_t)self))
+        return 0;
+    return us;
 }

@@ -40,6 +40,7 @@ static const struct restart_key {
     RESTART_KEY("libvirt", libvirt),
     RESTART_KEY("metrics-file", metrics_file),
     RESTART_KEY("metrics-period", metrics_period_s),
+    RESTART_KEY("watchdog-ms", watchdog_ms),
 };
 
 static void

@@ -144,6 +144,16 @@ bool act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time);
 bool act_thread_killed(pid_t pid, pid_t tid);
 
 /*
+ * Read /proc/<pid>/task/<tid>/schedstat: run time, time waiting on a
+ * runqueue (run_delay: runnable and not running, added when the wait
+ * ends) in ns, and times switched in. -ESRCH if it is gone.
+ */
+struct act_schedstat {
+    uint64_t run_ns, delay_ns, pcount;
+};
+int act_read_schedstat(pid_t pid, pid_t tid, struct act_schedstat *st);
+
+/*
  * Read /proc/<pid>/task/<tid>/stat: state letter and start time. -ESRCH if
  * it is gone.
  */

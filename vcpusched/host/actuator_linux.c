@@ -83,6 +83,23 @@ act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time)
     return -EPROTO;
 }
 
+int
+act_read_schedstat(pid_t pid, pid_t tid, struct act_schedstat *st)
+{
+    char path[64], buf[128];
+    unsigned long long run, delay, pcount;
+    int n;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    n = read_file(path, buf, sizeof(buf));
+    if (n < 0)
+        return n == -ENOENT ? -ESRCH : n;
+    if (sscanf(buf, "%llu %llu %llu", &run, &delay, &pcount) != 3)
+        return -EPROTO;
+    *st = (struct act_schedstat){.run_ns = run, .delay_ns = delay, .pcount = pcount};
+    return 0;
+}
+
 bool
 act_thread_alive(pid_t pid, pid_t tid, uint64_t start_time)
 {

@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "statefile.h"
@@ -65,10 +66,14 @@ check_dir(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* A version 3 file: the same header and slots, no watchdog region. */
+#define V3_LEN (sizeof(struct statefile_hdr) + STATEFILE_SLOTS * sizeof(struct statefile_slot))
+
 /*
  * Open the file itself: never through a symlink; an existing one must be a
  * regular file of ours, mode 0600, of the expected size (or empty: a
- * crash between create and truncate); a missing one is created exclusively.
+ * crash between create and truncate; or version 3's, extended: an upgrade
+ * without a reboot); a missing one is created exclusively.
  */
 static int
 open_file(const char *path, size_t len, char *err, size_t errlen)
@@ -92,10 +97,10 @@ open_file(const char *path, size_t len, char *err, size_t errlen)
         why = "owned by another user";
     else if ((st.st_mode & 07777) != 0600)
         why = "not mode 0600";
-    else if (st.st_size != 0 && (size_t)st.st_size != len)
+    else if (st.st_size != 0 && (size_t)st.st_size != len && (size_t)st.st_size != V3_LEN)
         why = "of an unexpected size (another version?)";
-    else if (st.st_size == 0 && ftruncate(fd, (off_t)len) < 0)
-        why = strerror(errno);
+    else if ((size_t)st.st_size != len && ftruncate(fd, (off_t)len) < 0)
+        why = strerror(errno); /* empty (a crash between create and truncate), or version 3 */
     if (why != NULL) {
         snprintf(err, errlen, "state file %s: %s: refused", path, why);
         close(fd);
@@ -104,10 +109,22 @@ open_file(const char *path, size_t len, char *err, size_t errlen)
     return fd;
 }
 
+/*
+ * The restore lock: an OFD write lock on the whole file, owned by fd's
+ * open file description (flock and OFD locks do not interact on Linux).
+ */
+static int
+restore_lock(int fd, short type)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
+
+    return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
 int
 statefile_open(struct statefile *sf, const char *path, char *err, size_t errlen)
 {
-    size_t len = sizeof(struct statefile_hdr) + STATEFILE_SLOTS * sizeof(struct statefile_slot);
+    size_t len = V3_LEN + sizeof(struct statefile_watch);
     void *map;
     int r;
 
@@ -128,10 +145,14 @@ statefile_open(struct statefile *sf, const char *path, char *err, size_t errlen)
     sf->map_len = len;
     sf->hdr = map;
     sf->slots = (struct statefile_slot *)(sf->hdr + 1);
+    sf->watch = (struct statefile_watch *)(sf->slots + STATEFILE_SLOTS);
     if (sf->hdr->magic == 0) {
         sf->hdr->version = STATEFILE_VERSION;
         sf->hdr->nr_slots = STATEFILE_SLOTS;
         sf->hdr->magic = STATEFILE_MAGIC;
+    } else if (sf->hdr->magic == STATEFILE_MAGIC && sf->hdr->version == 3 &&
+               sf->hdr->nr_slots == STATEFILE_SLOTS) {
+        sf->hdr->version = STATEFILE_VERSION; /* extended by open_file; its slots read the same */
     } else if (sf->hdr->magic != STATEFILE_MAGIC || sf->hdr->version != STATEFILE_VERSION ||
                sf->hdr->nr_slots != STATEFILE_SLOTS) {
         snprintf(err, errlen, "state file %s: not a version %d state file", path,
@@ -172,8 +193,23 @@ statefile_own(struct statefile *sf, const char *path, unsigned int wait_ms, char
         usleep(20 * 1000);
         waited += 20;
     }
+    /* A guardian restoring while its stuck daemon lived: let it finish. */
+    while (restore_lock(sf->lock_fd, F_WRLCK) < 0) {
+        if (waited >= wait_ms) {
+            snprintf(err, errlen,
+                     "state file %s: the guardian (pid %d) of a stuck vcpuschedd is still "
+                     "restoring threads after %u ms",
+                     path, (int)sf->hdr->guardian_pid, waited);
+            return -EBUSY;
+        }
+        usleep(20 * 1000);
+        waited += 20;
+    }
     sf->gen = sf->hdr->generation + 1;
     __atomic_store_n(&sf->hdr->generation, sf->gen, __ATOMIC_RELEASE);
+    (void)restore_lock(sf->lock_fd, F_UNLCK);
+    for (int c = 0; c < STATEFILE_CPUS; c++)
+        statefile_beat_stop(sf, c); /* a predecessor's dispatchers are gone */
     sf->hdr->owner_pid = getpid();
     return 0;
 }
@@ -280,12 +316,13 @@ statefile_set_rt_runtime(struct statefile *sf, int64_t us)
 }
 
 /*
- * Restore the used slots of generation `gen` (0: every generation). Every
- * parked thread is thawed first, before any other thread is touched: a
- * restorer that dies half-way must not leave a guest hung.
+ * Restore the used slots of generation `gen` (0: every generation), and
+ * free them unless `keep`. Every parked thread is thawed first, before any
+ * other thread is touched: a restorer that dies half-way must not leave a
+ * guest hung.
  */
 static int
-restore_slots(struct statefile *sf, uint32_t gen)
+restore_slots(struct statefile *sf, uint32_t gen, bool keep)
 {
     int n = 0;
 
@@ -302,7 +339,8 @@ restore_slots(struct statefile *sf, uint32_t gen)
             continue;
         if (act_restore_saved(s->act.pid, s->act.tid, s->act.start_time, &s->act.orig) > 0)
             n++;
-        statefile_release(sf, i);
+        if (!keep)
+            statefile_release(sf, i);
     }
     return n;
 }
@@ -319,7 +357,7 @@ restore_rt_runtime(struct statefile *sf)
 int
 statefile_restore_all(struct statefile *sf)
 {
-    int n = restore_slots(sf, 0);
+    int n = restore_slots(sf, 0, false);
 
     restore_rt_runtime(sf);
     return n;
@@ -343,8 +381,62 @@ statefile_guardian_restore(struct statefile *sf, uint32_t gen)
         usleep(1000);
         waited_ms++;
     }
-    n = restore_slots(sf, gen);
+    n = restore_slots(sf, gen, false);
     if (__atomic_load_n(&sf->hdr->generation, __ATOMIC_ACQUIRE) == gen)
         restore_rt_runtime(sf);
     return n;
+}
+
+int
+statefile_trip_restore(struct statefile *sf, uint32_t gen, struct statefile_trip *trip)
+{
+    struct timespec ts;
+    int n;
+
+    /*
+     * The daemon of `gen` holds the owner lock, so no newer daemon owns
+     * the file; one may be waiting in statefile_own, whose restore lock
+     * we then do not get (or get after it bumped the generation).
+     */
+    if (restore_lock(sf->fd, F_WRLCK) < 0)
+        return -EBUSY;
+    if (__atomic_load_n(&sf->hdr->generation, __ATOMIC_ACQUIRE) != gen) {
+        statefile_restore_unlock(sf);
+        return -EBUSY;
+    }
+    n = restore_slots(sf, gen, true);
+    restore_rt_runtime(sf);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    trip->realtime_s = ts.tv_sec;
+    trip->gen = gen;
+    trip->restored = (uint32_t)n;
+    sf->watch->last = *trip;
+    __atomic_add_fetch(&sf->watch->trips, 1, __ATOMIC_RELEASE);
+    return n;
+}
+
+void
+statefile_restore_unlock(struct statefile *sf)
+{
+    (void)restore_lock(sf->fd, F_UNLCK);
+}
+
+uint64_t
+statefile_oldest_beat(const struct statefile *sf, uint64_t now, int *cpu)
+{
+    uint64_t oldest = 0;
+
+    *cpu = -1;
+    for (int c = 0; c < STATEFILE_CPUS; c++) {
+        uint64_t pass, age;
+
+        if (statefile_beat_read(sf, c, &pass) == 0)
+            continue;
+        age = now > pass ? now - pass : 0;
+        if (*cpu < 0 || age > oldest) {
+            oldest = age;
+            *cpu = c;
+        }
+    }
+    return oldest;
 }
