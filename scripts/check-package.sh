@@ -62,6 +62,10 @@ if [ "${1:-}" = "--in-namespace" ]; then
     in_root apt-get -q install -y --no-install-recommends "/tmp/$(basename "$deb")" \
         >"$work/install.log" 2>&1 || { tail -20 "$work/install.log" >&2; die "apt install"; }
     ok "apt install ./$(basename "$deb") in a clean Debian 12 root"
+    # The watchdog tests' fault injection (VCPUSCHED_FAULTS) is for test builds only.
+    ! grep -q "VCPUSCHED_FAULT" "$root/usr/sbin/vcpuschedd" ||
+        die "the packaged vcpuschedd has the test builds' fault injection compiled in"
+    ok "no fault injection in the packaged daemon"
     hook=/usr/lib/vcpusched/vcpusched-hook
     dst=$root/etc/libvirt/hooks/qemu.d/50-vcpusched
     # The hook in qemu.d is a copy of the packaged one, not a link (AppArmor

@@ -248,6 +248,27 @@ class WatchdogTest(unittest.TestCase):
         finally:
             os.kill(d.proc.pid, signal.SIGCONT)
 
+    def test_version3_state_file_is_extended(self):
+        """An upgrade without a reboot: a version 3 state file (the same
+        header and slots, no watchdog region) left by the previous package
+        is extended in place, not refused."""
+        d = Daemon(policy="rr").start()
+        self.daemons.append(d)
+        d.stop()
+        size = os.path.getsize(d.state)
+        watch = 16 + 40 + 1024 * 16  # struct statefile_watch (statefile.h)
+        with open(d.state, "r+b") as f:
+            f.truncate(size - watch)
+            f.seek(4)  # hdr.version
+            f.write((3).to_bytes(4, "little"))
+        d2 = Daemon(policy="rr")
+        d2.state = d.state
+        d2.args[d2.args.index("--state") + 1] = d.state
+        self.daemons.append(d2)
+        d2.start()
+        self.assertEqual(os.path.getsize(d.state), size)
+        self.assertEqual(d2.json("stats")["watchdog"]["trips"], 0)
+
     def test_bad_bound_refused(self):
         """A bound below 500 ms (a healthy loaded host could trip it) is
         refused with the reason, before anything is touched."""
