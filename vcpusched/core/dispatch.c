@@ -608,6 +608,7 @@ shared_main(void *arg)
         int n = epoll_wait(ep, ev, 4, DISPATCH_BEAT_MS);
 
         if (n == 0) { /* nothing due: only say it lives */
+            dispatch_fault_point(sp, c, false);
             statefile_beat(sp->s->sf, c->host, tid, sched_now());
             continue;
         }
