@@ -26,21 +26,7 @@ V1_CPU = "/sys/fs/cgroup/cpu"
 
 
 def cpu_cgroup(pid):
-    """The v1 cpu cgroup of a process, from /proc/<pid>/cgroup."""
-    for line in vstest.read(f"/proc/{pid}/cgroup").splitlines():
-        _, ctrls, path = line.split(":", 2)
-        if "cpu" in ctrls.split(","):
-            return path
-    return None
-
-
-def guardian_of(d):
-    """The guardian of daemon `d`: its child named vcpusched-guard."""
-    out = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
-                         capture_output=True, text=True).stdout.split()
-    if len(out) != 1:
-        raise AssertionError(f"daemon {d.proc.pid} has guardians {out}")
-    return int(out[0])
+    return vstest.cgroup_of(pid, "cpu")
 
 
 class TwoThreads:
@@ -497,7 +483,7 @@ class DaemonTest(unittest.TestCase):
         hog, = self.busy(1)
         d.ctl("attach", "h", "--pid", str(hog.pid))
         time.sleep(0.2)
-        guard = guardian_of(d)
+        guard = vstest.guardian_of(d)
         # Freeze the daemon so it cannot start a new guardian, kill the
         # guardian, then the daemon: nobody is left to restore the hog.
         os.kill(d.proc.pid, signal.SIGSTOP)
@@ -516,7 +502,7 @@ class DaemonTest(unittest.TestCase):
         d1 = self.daemon(policy="rr")
         old, new = self.busy(2)
         d1.ctl("attach", "old", "--pid", str(old.pid))
-        g1 = guardian_of(d1)
+        g1 = vstest.guardian_of(d1)
         os.kill(g1, signal.SIGSTOP)
         try:
             d1.kill9()
@@ -757,7 +743,7 @@ class DaemonTest(unittest.TestCase):
                                capture_output=True, text=True).stdout.split()[0]
         try:
             cases = [(str(d.proc.pid), "is vcpuschedd: never managed"),
-                     (str(guardian_of(d)), "vcpuschedd's guardian: never managed"),
+                     (str(vstest.guardian_of(d)), "vcpuschedd's guardian: never managed"),
                      (str(os.getpid()), "neither QEMU nor started from the caller's shell"),
                      (stray, "attach --any-process to manage it anyway")]
             for pid, why in cases:

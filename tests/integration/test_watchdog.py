@@ -50,17 +50,7 @@ def faults_built():
 
 
 def freezer_group(tid):
-    for line in vstest.read(f"/proc/{tid}/cgroup").splitlines():
-        _, ctrls, path = line.split(":", 2)
-        if "freezer" in ctrls.split(","):
-            return path
-    return None
-
-
-def guardian_of(d):
-    out = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
-                         capture_output=True, text=True).stdout.split()
-    return int(out[0]) if len(out) == 1 else None
+    return vstest.cgroup_of(tid, "freezer")
 
 
 def cpu_times(tids):
@@ -107,8 +97,7 @@ class WatchdogTest(unittest.TestCase):
         for h in hogs:
             self.assertGreater(b[h.tid] - a[h.tid], 0.1e9, f"{fault}: hog {h.tid} before the "
                                                            f"fault: {a} -> {b}")
-        guard = guardian_of(d)
-        self.assertIsNotNone(guard)
+        guard = vstest.guardian_of(d)
 
         t0 = time.monotonic()
         os.kill(d.proc.pid, signal.SIGSTOP if fault == "stop" else signal.SIGUSR2)

@@ -525,6 +525,24 @@ def write(path, text):
         f.write(text)
 
 
+def guardian_of(d):
+    """The guardian of daemon `d`: its child named vcpusched-guard."""
+    out = subprocess.run(["pgrep", "-P", str(d.proc.pid), "-x", "vcpusched-guard"],
+                         capture_output=True, text=True).stdout.split()
+    if len(out) != 1:
+        raise AssertionError(f"daemon {d.proc.pid} has guardians {out}")
+    return int(out[0])
+
+
+def cgroup_of(pid, controller):
+    """The cgroup v1 group of a process (or thread id) for `controller`."""
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if controller in ctrls.split(","):
+            return path
+    return None
+
+
 def exited(pid):
     """True once a process has exited: gone, or a zombie not yet reaped."""
     try:
