@@ -43,6 +43,12 @@ dpkg-checkbuilddeps >&2 || { say "missing build dependencies (scripts/deps.sh)";
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 deb=$out/vcpusched_${version}_${arch}.deb
 
+# One build at a time (the rig and check-package.sh may ask at once): the
+# second waits, then reuses the first one's package.
+mkdir -p "$out"
+exec 9>"$out/.lock"
+flock 9
+
 # What git knows (committed or staged) plus new files it does not ignore.
 sources() {
     git ls-files -z --cached --others --exclude-standard |

@@ -9,7 +9,7 @@ pattern's dispatcher spinning on CPU 0, where the guardian runs too (it
 must preempt it). Each time every thread is given back within the bound
 and a little more (no thread at SCHED_FIFO, affinity and freezer group as
 found), the thread that was waiting runs again as much as the other hog
-(2-5 s after the fault), the daemon is gone (SIGKILL, from its guardian),
+(2-3.5 s after the fault), the daemon is gone (SIGKILL, from its guardian),
 and a new daemon on the same state file reports the trip. Also: the
 service manager's WATCHDOG=1 stops while a dispatcher stalls without
 anyone waiting behind it (no trip), and watchdog-ms 0 leaves a stopped
@@ -35,7 +35,7 @@ import vstest
 from vstest import Busy, Daemon, MANAGED_CPU
 
 V1_FREEZER = "/sys/fs/cgroup/freezer"
-WINDOW = (2.0, 5.0)  # seconds after the fault
+WINDOW = (2.0, 3.5)  # seconds after the fault
 BOUND_S = 1.0  # the default watchdog-ms
 # The trip comes a bound after the heartbeat's last pass, plus the 300 ms
 # before a CPU is suspect and a round or two (watchdog.h); the rest is
@@ -128,10 +128,10 @@ class WatchdogTest(unittest.TestCase):
         # a CPU each as the others, whatever else loads the host (a frozen
         # or still-FIFO-starved thread would have next to nothing).
         vstest.within(self, f"watchdog, {fault} ({pattern}): the waiting hog's CPU time over the "
-                            f"other's, 2-5 s after the fault", share[waiting] / share[other],
+                            f"other's, 2-3.5 s after the fault", share[waiting] / share[other],
                       lo=0.5, why="equal SCHED_OTHER processes once given back")
         vstest.within(self, f"watchdog, {fault} ({pattern}): the capped process's CPU time over "
-                            f"the other hog's, 2-5 s after the fault",
+                            f"the other hog's, 2-3.5 s after the fault",
                       share[capped.tid] / share[other], lo=0.5,
                       why="thawed and given back: equal to the hogs")
 
