@@ -7,8 +7,10 @@ packaged unit; with the shipped configuration alone (no managed CPUs
 chosen) the service refuses to start, says why in the journal and is not
 restarted; `systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
-it) each give every managed thread back before the next daemon serves. In
-test order: install first (tests/rig/tests.list)."""
+it) each give every managed thread back before the next daemon serves;
+`kill -STOP` of the main process: its guardian's watchdog gives every
+thread back and ends it, systemd restarts it, the new daemon reports the
+trip. In test order: install first (tests/rig/tests.list)."""
 
 import os
 import signal
@@ -222,6 +224,39 @@ class ServiceTest(unittest.TestCase):
               f"(pid {main_pid()}) served after {served_at:.3f} s", flush=True)
         self.assertEqual(int(unit_prop("NRestarts")), restarts + 1)
         self.assertTrue(rigtest.restored(hogs), "the new daemon took threads it was not given")
+        self.assertEqual(ctl_json("list")["domains"], [])
+
+    def test_watchdog_stop_systemd_restarts(self):
+        """`kill -STOP` of the main process with four hogs on the pool's
+        three CPUs (one waits): the guardian gives every thread back and
+        ends the daemon (SIGKILL), systemd restarts the unit, the new
+        daemon reports the trip."""
+        hogs = self.hogs(4)
+        before, restarts = main_pid(), int(unit_prop("NRestarts"))
+        trips = ctl_json("stats")["watchdog"]["trips"]
+        since = time.time()
+        t0 = time.monotonic()
+        os.kill(before, signal.SIGSTOP)
+        try:
+            restored_at = vstest.wait_until(lambda: rigtest.restored(hogs), 30, step=0.02)
+            self.assertIsNotNone(restored_at, "threads still managed 30 s after kill -STOP")
+            served_at = vstest.wait_until(
+                lambda: main_pid() not in (0, before) and rigtest.service_answers(), 60,
+                step=0.1)
+            self.assertIsNotNone(served_at, "systemd did not bring the daemon back in 60 s")
+        finally:
+            if not vstest.exited(before):
+                os.kill(before, signal.SIGCONT)
+        print(f"# kill -STOP: threads given back within {restored_at:.3f} s, a new daemon "
+              f"(pid {main_pid()}) served after {time.monotonic() - t0:.3f} s", flush=True)
+        self.assertTrue(vstest.exited(before), "the stopped daemon is still there")
+        self.assertEqual(int(unit_prop("NRestarts")), restarts + 1)
+        journal = self.journal_since(since)
+        print(journal, flush=True)
+        self.assertRegex(journal, r"watchdog: cpu [123]: thread \d+ runnable without running "
+                                  r"for \d+ ms, no dispatcher pass for \d+ ms")
+        self.assertIn(f"watchdog: {trips + 1} trip(s) since boot", journal)
+        self.assertEqual(ctl_json("stats")["watchdog"]["trips"], trips + 1)
         self.assertEqual(ctl_json("list")["domains"], [])
 
 
