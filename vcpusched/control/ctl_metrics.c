@@ -150,6 +150,20 @@ static const struct field daemon_fields[] = {
      {"control_io_errors", M_COUNTER, "Control connections dropped on an I/O error."},
      0,
      NULL},
+    {"watchdog.bound_ms",
+     {"watchdog_bound_seconds", M_GAUGE, "The guardian's watchdog bound (watchdog-ms); 0: off."},
+     3,
+     NULL},
+    {"watchdog.trips",
+     {"watchdog_trips", M_COUNTER,
+      "Stuck daemons the guardian's watchdog gave the threads back from and ended, since boot."},
+     0,
+     NULL},
+    {"watchdog.oldest_beat_ms",
+     {"watchdog_oldest_heartbeat_seconds", M_GAUGE,
+      "Age of the oldest dispatcher heartbeat (a live dispatcher passes every 100 ms)."},
+     3,
+     NULL},
 };
 
 /* --- Per pool (stats.pools[]): label pool. --- */
