@@ -135,6 +135,31 @@ class DaemonTest(unittest.TestCase):
         self.assert_managed(hogs)
         self.split_equally([h.tid for h in hogs], "rr, three hogs")
 
+    def test_wait_visible_per_vcpu(self):
+        """Starvation is visible per vCPU: two hogs taking turns on one CPU
+        each wait about half the time they spend there (wait_ns beside
+        run_ns), the last second's part too (wait_recent), and the total
+        only grows."""
+        d = self.daemon("--pool-param", "slice_us=10000", policy="rr")
+        hogs = self.busy(2)
+        self.attach_all(d, hogs)
+        time.sleep(vstest.stretch(2.5))  # the waits are sampled once a second
+
+        def vcpus():
+            return {x["vcpus"][0]["tid"]: x["vcpus"][0] for x in d.json("list")["domains"]}
+
+        first = vcpus()
+        time.sleep(1.2)
+        last = vcpus()
+        for h in hogs:
+            a, b = first[h.tid], last[h.tid]
+            part = b["wait_ns"] / max(b["wait_ns"] + b["run_ns"], 1)
+            vstest.within(self, f"rr, two hogs: hog {h.tid}'s wait over its wait and run",
+                          part, lo=0.25, hi=0.75, why="they take turns: a half each")
+            vstest.within(self, f"rr, two hogs: hog {h.tid}'s wait in the last second",
+                          b["wait_recent"], lo=0.2, hi=0.8, why="they take turns: a half each")
+            self.assertGreater(b["wait_ns"], a["wait_ns"], f"{h.tid}: {a} -> {b}")
+
     @vstest.timing
     def test_rr_slice_shorter_than_a_pass_reaches_the_targets(self):
         # A shared dispatcher pass costs ~16 us here. The slice counts from

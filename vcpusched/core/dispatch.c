@@ -195,11 +195,14 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
         if (!frozen && !th->gone) {
             if (!th->pv->runnable)
                 th->wake_ts = r->ts_ns;
+            if (th->queued_ts == 0 && th->on_cpu < 0)
+                th->queued_ts = r->ts_ns; /* a wait opens (sched_wait.c) */
             pool_wake(&sp->pool, th->pv, now);
         }
         break;
     case EVENTS_RUN:
         off_cpu(sp, th);
+        th->queued_ts = 0;
         th->on_cpu = pool_cpu_of(sp, r->cpu);
         runacct_run(&th->acct, r->ts_ns);
         th->switches++;
@@ -209,10 +212,13 @@ apply_record(struct sched_pool *sp, struct sched_thread *th, const struct events
     case EVENTS_STOP:
         off_cpu(sp, th);
         account_report(sp, th, r->ran_ns, true);
+        /* Preempted, it waits from here; asleep or frozen, it does not. */
+        th->queued_ts = !r->blocked && !frozen && !th->gone ? r->ts_ns : 0;
         if (r->blocked && !frozen && !th->gone)
             pool_sleep(&sp->pool, th->pv, now);
         break;
     case EVENTS_EXIT:
+        th->queued_ts = 0;
         off_cpu(sp, th);
         account_report(sp, th, r->ran_ns, true);
         dispatch_thread_gone(sp, th, now);

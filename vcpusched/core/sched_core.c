@@ -356,6 +356,7 @@ sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struct cp
         return -ENOSPC;
     }
     th->act = statefile_act(s->sf, th->slot);
+    th->wait_base_ns = sched_wait_base(th->dom->pid, tid);
     r = act_thread_open(th->act, th->dom->pid, tid, err, errlen);
     if (r == 0) {
         r = act_probe_cpus(th->act, hosts, sp->nr_cpus, aff);

@@ -141,6 +141,12 @@ int sched_resync(struct sched *s);
  * unreported) stops being charged for that run (charge_stale_runs).
  */
 int sched_wake_missed(struct sched *s);
+/*
+ * Sample how long each managed vCPU waited while runnable (the kernel's
+ * run_delay and the wait under way: sched_wait.c), for `list`'s wait_ns
+ * and wait_recent. The housekeeping tick calls it once a second.
+ */
+void sched_sample_waits(struct sched *s);
 
 #if VCPUSCHED_FAULTS
 enum sched_fault {

@@ -72,6 +72,9 @@ vcpu_json(struct sched_pool *sp, struct sched_thread *th)
                                json_object_new_string(bgclass_vcpu_mode(&sp->pool, th->pv)));
     json_object_object_add(o, "run_ns", json_object_new_int64((int64_t)th->pv->run_ns));
     json_object_object_add(o, "switches", json_object_new_int64((int64_t)th->switches));
+    json_object_object_add(o, "wait_ns", json_object_new_int64((int64_t)th->wait_ns));
+    json_object_object_add(o, "wait_recent",
+                           json_object_new_double((double)th->wait_recent_ppm / 1e6));
     json_object_object_add(o, "wakes", json_object_new_int64((int64_t)th->pv->wakes));
     json_object_object_add(o, "sleeps", json_object_new_int64((int64_t)th->pv->sleeps));
     json_object_object_add(o, "elections", json_object_new_int64((int64_t)th->pv->elections));

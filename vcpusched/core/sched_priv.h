@@ -43,6 +43,13 @@ struct sched_thread {
     uint64_t wake_ts;    /* kernel time of a wake not yet elevated, 0 */
     uint64_t switches;   /* times it was switched in */
     bool gone;
+    /* Waiting while runnable (sched_wait.c; pool lock). */
+    uint64_t queued_ts;       /* kernel time since which it is runnable, not running; 0 */
+    uint64_t wait_base_ns;    /* the kernel's run_delay at attach */
+    uint64_t wait_ns;         /* waited since attach, as last reported (never goes back) */
+    uint64_t wait_sample_ns;  /* wait_ns at the last sample */
+    uint64_t wait_sample_at;  /* when (sched_now), 0: none yet */
+    uint32_t wait_recent_ppm; /* part of the last sample interval spent waiting */
 };
 
 struct sched_dom {
@@ -174,6 +181,16 @@ dispatch_fault_point(struct sched_pool *sp, const struct sched_cpu *c, bool lock
     (void)sp, (void)c, (void)locked;
 }
 #endif
+
+/* sched_wait.c: the kernel's run_delay of a thread now (0 if unreadable). */
+uint64_t sched_wait_base(pid_t pid, pid_t tid);
+/*
+ * Waited since attach at now, from the kernel's run_delay (delay_ns; < 0:
+ * unread) and the wait under way; never less than reported before.
+ */
+uint64_t sched_wait_total(struct sched_thread *th, int64_t delay_ns, uint64_t now);
+/* The same, kept as a sample: wait_recent_ppm is the part of the interval since the last. */
+void sched_wait_sample(struct sched_thread *th, int64_t delay_ns, uint64_t now);
 
 /* dispatch.c */
 int dispatch_start(struct sched_pool *sp, char *err, size_t errlen);

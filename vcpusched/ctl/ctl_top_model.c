@@ -58,6 +58,7 @@ vcpu_build(struct top_vcpu *v, struct json_object *o)
     v->elevated = strcmp(ctl_json_str(o, "level"), "mid") == 0;
     v->boosted = strcmp(ctl_json_str(pol, "pri"), "BOOST") == 0;
     v->run_ns = jint(o, "run_ns", -1);
+    v->wait_ns = jint(o, "wait_ns", -1);
     v->wakes = jint(o, "wakes", -1);
     v->boosts = jint(pol, "boosts", -1);
     v->resets = jint(pol, "resets", -1);
@@ -205,11 +206,13 @@ vcpu_find(const struct top_dom *d, const struct top_vcpu *v, size_t hint)
 static void
 vcpu_rates(struct top_vcpu *v, const struct top_vcpu *p, double dt_s)
 {
-    v->cpu_pct = v->wakes_s = v->boosts_s = v->resets_s = NAN;
+    v->cpu_pct = v->wait_pct = v->wakes_s = v->boosts_s = v->resets_s = NAN;
     if (p == NULL)
         return;
     /* ns of CPU per second of wall time: 1e9 is one whole CPU, 100 %. */
     v->cpu_pct = rate(v->run_ns, p->run_ns, dt_s) / 1e7;
+    /* ns waited while runnable per second: 100 % is a vCPU that never got to run. */
+    v->wait_pct = rate(v->wait_ns, p->wait_ns, dt_s) / 1e7;
     v->wakes_s = rate(v->wakes, p->wakes, dt_s);
     v->boosts_s = rate(v->boosts, p->boosts, dt_s);
     v->resets_s = rate(v->resets, p->resets, dt_s);
@@ -218,12 +221,13 @@ vcpu_rates(struct top_vcpu *v, const struct top_vcpu *p, double dt_s)
 static void
 dom_rates(struct top_dom *d, const struct top_dom *p, double dt_s)
 {
-    d->cpu_pct = d->wakes_s = d->boosts_s = d->resets_s = NAN;
+    d->cpu_pct = d->wait_pct = d->wakes_s = d->boosts_s = d->resets_s = NAN;
     for (size_t i = 0; i < d->nr_vcpus; i++) {
         struct top_vcpu *v = &d->vcpus[i];
 
         vcpu_rates(v, vcpu_find(p, v, i), dt_s);
         add(&d->cpu_pct, v->cpu_pct);
+        add(&d->wait_pct, v->wait_pct);
         add(&d->wakes_s, v->wakes_s);
         add(&d->boosts_s, v->boosts_s);
         add(&d->resets_s, v->resets_s);

@@ -32,9 +32,9 @@ struct top_vcpu {
     const char *state; /* running, runnable, blocked, parked, gone */
     bool elevated;     /* elected (MID) on its CPU */
     bool boosted;      /* Credit's BOOST priority */
-    int64_t run_ns, wakes;
+    int64_t run_ns, wait_ns, wakes;
     int64_t boosts, resets; /* -1: the policy keeps no such counter */
-    double cpu_pct, wakes_s, boosts_s, resets_s;
+    double cpu_pct, wait_pct, wakes_s, boosts_s, resets_s;
 };
 
 struct top_dom {
@@ -42,8 +42,8 @@ struct top_dom {
     char *params; /* "weight=256 cap=0" */
     struct top_vcpu *vcpus;
     size_t nr_vcpus;
-    unsigned int parked, boosted;                /* vCPUs in that state now */
-    double cpu_pct, wakes_s, boosts_s, resets_s; /* sums over its vCPUs */
+    unsigned int parked, boosted;                          /* vCPUs in that state now */
+    double cpu_pct, wait_pct, wakes_s, boosts_s, resets_s; /* sums over its vCPUs */
 };
 
 struct top_pool {

@@ -17,7 +17,7 @@
 #define POOL_HEAD                                                                                  \
     "POOL POLICY PATTERN CPUS >DOMAINS >VCPUS >CPU% >DISP% >PICKS/S >WAKE_P50 >WAKE_P99 PARAMS"
 #define DOM_HEAD                                                                                   \
-    "DOMAIN POOL POLICY >VCPUS >TID >CPU >CPU% >WAKES/S >BOOSTS/S >RESETS/S STATE PARAMS"
+    "DOMAIN POOL POLICY >VCPUS >TID >CPU >CPU% >WAIT% >WAKES/S >BOOSTS/S >RESETS/S STATE PARAMS"
 
 /* One decimal, and `unit`; "-" when unknown. */
 static const char *
@@ -129,6 +129,7 @@ dom_row(struct ctl_columns *t, const struct top_dom *d)
     ctl_columns_cell(t, "%s", "");
     ctl_columns_cell(t, "%s", "");
     cell_rate(t, d->cpu_pct);
+    cell_rate(t, d->wait_pct);
     cell_rate(t, d->wakes_s);
     cell_rate(t, d->boosts_s);
     cell_rate(t, d->resets_s);
@@ -148,6 +149,7 @@ vcpu_row(struct ctl_columns *t, const struct top_vcpu *v)
     cell_int(t, v->tid);
     cell_int(t, v->cpu);
     cell_rate(t, v->cpu_pct);
+    cell_rate(t, v->wait_pct);
     cell_rate(t, v->wakes_s);
     cell_rate(t, v->boosts_s);
     cell_rate(t, v->resets_s);

@@ -59,6 +59,7 @@ struct daemon {
     cpu_set_t online;
     cpu_set_t guard_cpus;           /* where the guardian is pinned */
     char park_hold[CGROUP_DIR_MAX]; /* our v1 hold group (act_park_hold), or "" */
+    unsigned int ticks;             /* housekeeping ticks so far */
     uint64_t wd_usec;               /* the service manager's watchdog interval (0: none) */
     bool wd_stale;                  /* a dispatcher's heartbeat was too old: said once */
 #if VCPUSCHED_FAULTS
@@ -448,6 +449,8 @@ housekeeping(struct daemon *d)
     if (n > 0)
         log_warnx("events were lost: corrected the state of %d thread(s)", n);
     (void)sched_wake_missed(d->ctx.sched); /* counted in stats: missed_wakes */
+    if (++d->ticks % (1000 / HOUSEKEEPING_PERIOD_MS) == 0)
+        sched_sample_waits(d->ctx.sched); /* list's wait_ns and wait_recent, once a second */
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);
