@@ -2,17 +2,18 @@
 # SPDX-License-Identifier: ISC
 #
 # The README's test command: installs what is missing, builds with -Werror
-# (plain, ASan+UBSan, TSan), runs every test of the plain build (unit,
+# (plain, ASan+UBSan, TSan), runs the tests of the plain build (unit,
 # simulator, integration on real threads, QEMU and libvirtd, the timing
 # tests alone on the machine, the benchmarks at a tiny size), then the
 # real-host rig (a 4-CPU, 2-node VM with systemd, cgroup v2, AppArmor and
 # libvirt, tests/rig) while, beside it, the functional tests run again
-# under ASan+UBSan and those that run threads under TSan (no timing test:
-# the sanitizers check memory and races, not shares), formatting is checked
-# and the fuzzers run briefly; then checks the Debian package
-# (scripts/check-package.sh) beside real Xen booted under QEMU for one
-# share check (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF, libvirtd,
-# virtiofsd).
+# under ASan+UBSan (with those labelled beside, left out of the first
+# build's run) and those that run threads under TSan (no timing test: the
+# sanitizers check memory and races, not shares), formatting is checked,
+# the fuzzers run briefly and the Debian package is checked
+# (scripts/check-package.sh); last, alone, real Xen booted under QEMU for
+# one share check (bench/xen). Needs root (SCHED_FIFO, cgroups, BPF,
+# libvirtd, virtiofsd).
 #
 # Each stage prints its time against its budget (the whole run: 30 minutes
 # on a 2-CPU machine, apt included); each suite ends with the ten smallest
@@ -113,10 +114,12 @@ build_suite ci "${ci_args[@]}"
 build_suite asan "${asan_args[@]}"
 build_suite tsan "${tsan_args[@]}"
 
-# Everything of the first build but the rig: the timing tests alone on the
-# machine, host tests one at a time.
+# Everything of the first build but the rig and what runs beside it (label
+# beside: functional tests long enough to matter, with no check that needs
+# a quiet machine): the timing tests alone on the machine, host tests one
+# at a time.
 stage 'test: ci (timing, functional, VMs, benchmarks)' 540
-test_suite ci -LE '^rig$'
+test_suite ci -LE '^(rig|beside)$'
 
 # The real-host rig (a TCG VM taking both CPUs for ~15 minutes; rig.boot,
 # then one ctest test per rig test) runs beside what has no timing check:
