@@ -254,6 +254,17 @@ class PoolTest(unittest.TestCase):
             if r.returncode != 0:
                 failed.append(f"{what}: {r.stderr.strip()}")
 
+        # The same requests first with nothing attached: what this VM makes
+        # of a request now (TCG, and the host's steal, which the VM cannot
+        # see), side by side with the measurement under wakes.
+        for _ in range(10):
+            timed("list")
+            timed("stats")
+        idle = sorted(took["list"] + took["stats"])
+        took["list"].clear()
+        took["stats"].clear()
+        print(f"# 20 with nothing attached: p50 {idle[10]:.3f} s, max {idle[-1]:.3f} s",
+              flush=True)
         for i, spec in enumerate(["busy"] * 2 + ["sleep:2000:500"] * 4):
             p = Spinner(spec)
             self.procs.append(p)
@@ -276,9 +287,13 @@ class PoolTest(unittest.TestCase):
                   f" {len(failed)} failed", flush=True)
             self.assertEqual(failed, [], "requests failed")
             # A request's time also has vcpuschedctl's start-up and the
-            # request's own work, slow under TCG: measured once more after a miss.
-            vstest.within(self, "slowest control request under wakes (s)", every[-1], hi=2.0,
-                          why="each answered within 2 s")
+            # request's own work, slow under TCG: 2 s, or three times the
+            # slowest with nothing attached when this VM is slower now
+            # (never past the 5 s timeout: a starved control path reaches
+            # it); measured once more after a miss.
+            vstest.within(self, "slowest control request under wakes (s)", every[-1],
+                          hi=min(5.0, max(2.0, 3 * idle[-1])), noise=idle[-1],
+                          why="each answered within 2 s, or 3x the slowest with nothing attached")
             return every
 
         every = vstest.again(self, requests)
