@@ -7,8 +7,8 @@
 # tests alone on the machine, the benchmarks at a tiny size), then the
 # real-host rig (a 4-CPU, 2-node VM with systemd, cgroup v2, AppArmor and
 # libvirt, tests/rig) while, beside it, the functional tests run again
-# under ASan+UBSan (with those labelled beside, left out of the first
-# build's run) and those that run threads under TSan (no timing test: the
+# under ASan+UBSan (the Python modules' functional tests, label beside,
+# run there only) and those that run threads under TSan (no timing test: the
 # sanitizers check memory and races, not shares), formatting is checked,
 # the fuzzers run briefly and the Debian package is checked
 # (scripts/check-package.sh); last, alone, real Xen booted under QEMU for
@@ -115,9 +115,10 @@ build_suite asan "${asan_args[@]}"
 build_suite tsan "${tsan_args[@]}"
 
 # Everything of the first build but the rig and what runs beside it (label
-# beside: functional tests long enough to matter, with no check that needs
-# a quiet machine): the timing tests alone on the machine, host tests one
-# at a time.
+# beside: the Python modules' functional tests, which run under ASan beside
+# the rig): the timing tests alone on the machine, the unit, simulator and
+# C integration tests, the guest image's and the benchmarks', host tests
+# one at a time.
 stage 'test: ci (timing, functional, VMs, benchmarks)' 540
 test_suite ci -LE '^(rig|beside)$'
 
