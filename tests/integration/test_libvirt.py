@@ -10,7 +10,9 @@ without metadata is untouched; (b) `virsh metadata --live` changes a weight;
 changes nothing and is logged; (d) the hook attaches a background domain,
 destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
-(f) a daemon started after the domain attaches it (resync); (g) vCPU
+(f) a daemon started after the domain attaches it (resync); (f2) opted in
+with metadata no pool fits or that does not parse: listed with the reason
+in `stats` and as a metric, unlisted once managed; (g) vCPU
 hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s;
 (h) with cgroup v2 parking, a capped domain's vCPU threads are frozen in the
 threaded vcpuN groups libvirt made for them, thawed by the guardian after
@@ -337,6 +339,38 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, "still attached after the metadata was removed")
         for t in tids + off:
             self.assertFalse(vstest.is_fifo(t))
+
+    def unattached(self):
+        return {d["domain"]: d for d in self.daemon.json("stats")["libvirt_unattached"]["domains"]}
+
+    def test_f2_opted_in_but_not_managed_is_reported(self):
+        # vs-lv-on runs, detached (test_f). Opted in with what no pool runs,
+        # then with metadata that does not parse: listed with the reason, in
+        # `stats` and as a metric; opted in as it can be: managed, unlisted.
+        for xml, reason, error in (('<sched policy="rr"/>', "pool", "no pool runs policy rr"),
+                                   ('<sched policy="Credit!"/>', "metadata", "policy")):
+            with self.subTest(reason=reason):
+                self.set_meta(xml)
+                self.assertIsNotNone(vstest.wait_until(
+                    lambda: self.unattached().get("vs-lv-on", {}).get("reason") == reason,
+                    APPLY_S, step=0.05), f"not listed for {reason}: {self.unattached()}")
+                entry = self.unattached()["vs-lv-on"]
+                self.assertIn(error, entry["error"])
+                self.assertIsNone(self.domain("vs-lv-on"))
+                text = self.daemon.ctl("stats").stdout
+                self.assertRegex(text, rf"libvirt domain vs-lv-on: opted in, not managed for "
+                                       rf"\d+ s \({reason}\): .*{re.escape(error)}")
+                prom = self.daemon.ctl("stats", "--prometheus").stdout
+                self.assertIn(f'vcpusched_libvirt_unattached{{domain="vs-lv-on",reason="{reason}"}} 1',
+                              prom)
+        self.set_meta('<sched policy="credit" weight="256"/>')
+        t, _ = self.wait_domain("vs-lv-on", lambda d: d is not None)
+        self.assertIsNotNone(t, "not attached with valid metadata")
+        self.assertNotIn("vs-lv-on", self.unattached())
+        self.virsh("metadata", "vs-lv-on", NS_URI, "--remove", "--live")
+        t, _ = self.wait_domain("vs-lv-on", lambda d: d is None)
+        self.assertIsNotNone(t, "still attached after the metadata was removed")
+        self.assertEqual(self.unattached(), {})
 
     def wait_vcpus_like_status(self, name, n):
         """Wait until libvirt's status file lists n vCPU threads, then until

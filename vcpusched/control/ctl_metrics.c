@@ -298,6 +298,10 @@ static const struct family event_source_info = {"event_source", M_INFO,
                                                 "The event backend: bpf or proc."};
 static const struct family event_records = {"event_records", M_COUNTER,
                                             "Event records delivered, by type."};
+static const struct family libvirt_unattached = {
+    "libvirt_unattached", M_GAUGE,
+    "A running libvirt domain opted in by its metadata and not managed (1), by reason: "
+    "metadata, pool, threads or attach."};
 static const struct family pool_info = {"pool", M_INFO, "A pool: its policy and pattern."};
 static const struct family pool_cpus = {"pool_cpus", M_GAUGE, "Host CPUs in the pool."};
 static const struct family pool_param = {"pool_param", M_GAUGE,
@@ -687,6 +691,28 @@ emit_event_records(struct writer *w, struct json_object *stats)
     fam_end(w);
 }
 
+/* One sample per opted-in domain the daemon does not manage, labelled domain and reason. */
+static void
+emit_unattached(struct writer *w, struct json_object *stats)
+{
+    struct json_object *doms =
+        ctl_json_array(ctl_json_object(stats, "libvirt_unattached"), "domains");
+    size_t n = doms != NULL ? json_object_array_length(doms) : 0;
+
+    fam_begin(w, &libvirt_unattached);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *d = json_object_array_get_idx(doms, i);
+        struct labels l = {.len = 0};
+
+        if (ctl_json_str(d, "domain")[0] == '\0')
+            continue;
+        label_member(&l, "domain", d, "domain");
+        label_member(&l, "reason", d, "reason");
+        sample(w, NULL, &l, "1");
+    }
+    fam_end(w);
+}
+
 /* 1 for the vCPU's state, 0 for the others; a state this build does not know is added. */
 static void
 emit_states(struct writer *w, const struct row *rows, size_t n)
@@ -783,6 +809,7 @@ emit_daemon(struct writer *w, struct json_object *stats)
     emit_fields(w, daemon_fields, sizeof(daemon_fields) / sizeof(daemon_fields[0]), &daemon, 1);
     emit_info(w, &event_source_info, &source, source.obj != NULL, backend);
     emit_event_records(w, stats);
+    emit_unattached(w, stats);
 }
 
 static void

@@ -322,6 +322,21 @@ stats_header(FILE *f, struct json_object *result)
         fputc('\n', f);
 }
 
+/* Opted-in libvirt domains the daemon does not manage: one line each, with why. */
+static void
+show_unattached(FILE *f, struct json_object *doms)
+{
+    size_t n = doms != NULL ? json_object_array_length(doms) : 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *d = json_object_array_get_idx(doms, i);
+
+        fprintf(f, "libvirt domain %s: opted in, not managed for %" PRId64 " s (%s): %s\n",
+                ctl_json_str(d, "domain"), jint(d, "since_s"), ctl_json_str(d, "reason"),
+                ctl_json_str(d, "error"));
+    }
+}
+
 int
 ctl_show_stats(FILE *f, struct json_object *result)
 {
@@ -362,6 +377,7 @@ ctl_show_stats(FILE *f, struct json_object *result)
             fprintf(f, "pool %s: last error: %s\n", json_object_get_string(ctl_json_get(p, "name")),
                     json_object_get_string(e));
     }
+    show_unattached(f, ctl_json_array(ctl_json_object(result, "libvirt_unattached"), "domains"));
     return r;
 }
 

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "host/housekeeping.h"
 #include "host/topology.h"
 #include "libvirt/libvirt_vcpus.h"
+#include "unattached.h"
 
 static int check_target(struct daemon_ctx *d, const struct ctl_request *req, pid_t pid,
                         const struct control_peer *peer, char *err, size_t errlen);
@@ -116,6 +118,18 @@ control_json(const struct control *c)
     json_object_object_add(o, "timeouts", json_object_new_int64((int64_t)st.timeouts));
     json_object_object_add(o, "io_errors", json_object_new_int64((int64_t)st.io_errors));
     return o;
+}
+
+/* unattached_json's `gone`: libvirt keeps a status file for each running domain. */
+static bool
+libvirt_gone(void *arg, const char *domain)
+{
+    const struct daemon_ctx *d = arg;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof(path), "%s/%s.xml",
+                     d->libvirt_dir != NULL ? d->libvirt_dir : LIBVIRT_RUN_DIR, domain);
+
+    return n > 0 && (size_t)n < sizeof(path) && access(path, F_OK) < 0 && errno == ENOENT;
 }
 
 /* The guardian's watchdog (docs/protocol.md, stats): its bound, trips and the last one. */
@@ -333,6 +347,10 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
             json_object_object_add(*res, "control", control_json(d->ctl));
         if (*res != NULL && d->sf != NULL)
             json_object_object_add(*res, "watchdog", watchdog_json(d->sf));
+        if (*res != NULL && d->unattached != NULL)
+            json_object_object_add(
+                *res, "libvirt_unattached",
+                unattached_json(d->unattached, clock_mono_ns(), libvirt_gone, d));
         return 0;
     case CTL_POOL:
         return do_pool(d, req, res, err, errlen);

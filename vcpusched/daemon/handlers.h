@@ -22,11 +22,12 @@
  */
 struct daemon_ctx {
     struct sched *sched;
-    cpu_set_t housekeeping;     /* CPUs left to the host, the daemon and QEMU's other threads */
-    const char *libvirt_dir;    /* libvirt's status files (NULL: LIBVIRT_RUN_DIR) */
-    _Atomic pid_t guardian_pid; /* never managed; main.c keeps it current */
-    struct control *ctl;        /* for its counters in `stats` */
-    struct statefile *sf;       /* the watchdog's record, for `stats` */
+    cpu_set_t housekeeping;        /* CPUs left to the host, the daemon and QEMU's other threads */
+    const char *libvirt_dir;       /* libvirt's status files (NULL: LIBVIRT_RUN_DIR) */
+    _Atomic pid_t guardian_pid;    /* never managed; main.c keeps it current */
+    struct control *ctl;           /* for its counters in `stats` */
+    struct statefile *sf;          /* the watchdog's record, for `stats` */
+    struct unattached *unattached; /* opted-in libvirt domains not managed, and why */
 };
 
 /* control_handler_fn for the daemon (see control.h). */

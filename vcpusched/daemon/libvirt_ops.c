@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "handlers.h"
 #include "libvirt/libvirt_vcpus.h"
+#include "unattached.h"
 
 /* The pool for metadata `m` among the daemon's pools (`current`: where it is now, or NULL). */
 static int
@@ -32,12 +34,15 @@ pool_choose(struct daemon_ctx *d, const struct libvirt_meta *m, const char *curr
 /*
  * Attach running domain `name` per metadata `m` (NULL: its running
  * definition's, from the status file), its threads from the status file:
- * the one thread-id look-up. 1 if the metadata has no <vs:sched>.
+ * the one thread-id look-up. 1 if the metadata has no <vs:sched>. A refusal
+ * is listed as unattached with its reason; an attach or "not opted in"
+ * takes the domain off that list.
  */
 static int
 lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, char *err,
           size_t errlen)
 {
+    enum unattached_reason why = UNATTACHED_THREADS;
     struct libvirt_meta *own = calloc(1, sizeof(*own));
     pid_t *tids = calloc(VS_THREADS_MAX, sizeof(*tids));
     char pool[VS_NAME_SIZE];
@@ -60,13 +65,21 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     r = 1;
     if (!m->present)
         goto out;
+    why = UNATTACHED_POOL;
     r = pool_choose(d, m, NULL, pool, sizeof(pool), err, errlen);
     if (r < 0)
         goto out;
     libvirt_meta_kv(m, kv);
+    why = UNATTACHED_ATTACH;
     r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", name, err,
                      errlen);
 out:
+    m = m != NULL ? m : own;
+    /* EEXIST: attached meanwhile (the hook and the watcher race at a start). */
+    if (r < 0 && r != -EEXIST && m != NULL && m->present)
+        unattached_set(d->unattached, name, why, err, clock_mono_ns());
+    else if (r >= 0 || r == -EEXIST)
+        unattached_clear(d->unattached, name);
     free(own);
     free(tids);
     return r;
@@ -84,8 +97,10 @@ lv_sync(void *ctx, const char *name, const struct libvirt_meta *m, enum libvirt_
 
     what[0] = '\0';
     if (sched_dom_pool(d->sched, name, cur, sizeof(cur)) < 0) {
-        if (!m->present)
+        if (!m->present) {
+            unattached_clear(d->unattached, name);
             return 0;
+        }
         r = lv_attach(d, name, m, err, errlen);
         if (r == 0)
             snprintf(what, whatlen, "attached");
@@ -114,12 +129,25 @@ lv_stopped(void *ctx, const char *name, char *err, size_t errlen)
 {
     struct daemon_ctx *d = ctx;
 
+    unattached_clear(d->unattached, name);
     return sched_detach(d->sched, name, err, errlen);
+}
+
+/* libvirt_watch_ops.invalid: listed as unattached unless it runs managed (then kept as it was). */
+static void
+lv_invalid(void *ctx, const char *name, const char *err)
+{
+    struct daemon_ctx *d = ctx;
+    char cur[VS_NAME_SIZE];
+
+    if (sched_dom_pool(d->sched, name, cur, sizeof(cur)) < 0)
+        unattached_set(d->unattached, name, UNATTACHED_METADATA, err, clock_mono_ns());
 }
 
 const struct libvirt_watch_ops daemon_libvirt_ops = {
     .sync = lv_sync,
     .stopped = lv_stopped,
+    .invalid = lv_invalid,
 };
 
 int
@@ -133,6 +161,7 @@ daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req, struct 
     switch (req->hook_op) {
     case CTL_HOOK_STOPPED:
     case CTL_HOOK_RELEASE:
+        unattached_clear(d->unattached, req->name);
         r = sched_detach(d->sched, req->name, err, errlen);
         done = r == 0 ? "detached" : "not attached";
         r = r == -ENOENT ? 0 : r;
@@ -142,8 +171,11 @@ daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req, struct 
             m = calloc(1, sizeof(*m));
             r = m == NULL ? -ENOMEM
                           : libvirt_meta_parse_domain(req->xml, strlen(req->xml), m, err, errlen);
-            if (r < 0)
+            if (r < 0) {
+                if (r != -ENOMEM)
+                    lv_invalid(d, req->name, err);
                 break;
+            }
         }
         if (sched_dom_pool(d->sched, req->name, (char[VS_NAME_SIZE]){0}, VS_NAME_SIZE) == 0) {
             done = "already attached";

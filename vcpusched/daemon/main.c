@@ -40,6 +40,7 @@
 #include "reload.h"
 #include "metrics_file.h"
 #include "rt_throttle.h"
+#include "unattached.h"
 
 #define HOUSEKEEPING_PERIOD_MS 250 /* reaping of exited domains, guardian check */
 
@@ -689,6 +690,8 @@ daemon_start(struct daemon *d)
     log_info("events: %s%s%s", events_backend(d->ev), err[0] ? " (" : "", err[0] ? err : "");
     if (sched_create(&d->ctx.sched, &sc, &d->sf, d->ev, err, sizeof(err)) < 0)
         fatalx("%s", err);
+    if (unattached_create(&d->ctx.unattached) < 0)
+        fatalx("out of memory");
     /* Before the pools: control_open changes the umask (process-wide). */
     if (control_open(&d->ctl, d->cfg.socket, group_id(d->cfg.group), daemon_handle, &d->ctx, err,
                      sizeof(err)) < 0)
@@ -713,6 +716,7 @@ daemon_stop(struct daemon *d)
     libvirt_watch_stop(d->libvirt);
     metrics_file_stop(&d->metrics);
     control_close(d->ctl);
+    unattached_destroy(d->ctx.unattached);
     sched_destroy(d->ctx.sched);
     events_close(d->ev);
     (void)statefile_restore_all(&d->sf); /* sched_rt_runtime_us, and anything missed */

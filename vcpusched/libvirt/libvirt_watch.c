@@ -102,6 +102,7 @@ watch_domain_sync(struct libvirt_watch *w, virDomainPtr dom, enum libvirt_sync m
         log_warnx("libvirt domain %s: read metadata: %s", name, last_error());
     } else if (libvirt_meta_parse_element(xml, xml ? strlen(xml) : 0, m, err, sizeof(err)) < 0) {
         log_warnx("libvirt domain %s: invalid vcpusched metadata, nothing changed: %s", name, err);
+        w->ops->invalid(w->ctx, name, err);
     } else {
         watch_apply(w, name, m, mode);
     }

@@ -40,6 +40,8 @@ struct libvirt_watch_ops {
                 char *what, size_t whatlen, char *err, size_t errlen);
     /* Domain `name` stopped: detach it. 0, -ENOENT if it was not attached. */
     int (*stopped)(void *ctx, const char *name, char *err, size_t errlen);
+    /* Running domain `name` has a <vs:sched> element that does not parse (`err`). */
+    void (*invalid)(void *ctx, const char *name, const char *err);
 };
 
 /*
