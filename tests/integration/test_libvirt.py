@@ -7,7 +7,8 @@ TCG guests from vm-images. The steps run in order and share the guests:
 (a) the hook attaches an opted-in domain at `virsh create`, a domain
 without metadata is untouched; (b) `virsh metadata --live` changes a weight;
 (b) also moves it to the background class and back; (c) invalid metadata
-changes nothing and is logged; (d) the hook attaches a background domain,
+changes nothing and is logged; (c2) metadata is the whole setting: what it
+omits is the default, a policy no pool runs keeps the domain in its pool; (d) the hook attaches a background domain,
 destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
 (f) a daemon started after the domain attaches it (resync); (f2) opted in
@@ -257,8 +258,9 @@ class LibvirtTest(unittest.TestCase):
             self.set_meta('<sched pool="p2" cap="50"/>')
             t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["pool"] == "p2")
             self.assertIsNotNone(t, f"not moved to p2: {dom}")
+            # Metadata is the whole setting: the weight it omits is the default.
             self.assertEqual((dom["policy"], dom["params"]["weight"], dom["params"]["cap"]),
-                             ("credit2", "512", "50"))  # weight carried, cap given
+                             ("credit2", "256", "50"))
             self.assertEqual(len(dom["vcpus"]), 2)
             self.set_meta('<sched pool="main" policy="credit" weight="512"/>')
             t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["pool"] == "main")
@@ -271,7 +273,6 @@ class LibvirtTest(unittest.TestCase):
                  ('<sched policy="credit" weight="lots"/>', r"not applied.*weight"),
                  ('<sched policy="Credit!"/>', r"invalid vcpusched metadata.*policy"),
                  ('<sched pool="nope" weight="64"/>', r"not applied.*no pool nope"),
-                 ('<sched policy="rr"/>', r"not applied.*no pool runs policy rr"),
                  ('<sched policy="credit" weight="9" weight="10"/>', None)]
         for xml, pattern in cases:
             with self.subTest(xml=xml):
@@ -290,6 +291,30 @@ class LibvirtTest(unittest.TestCase):
                 self.assertEqual(dom["policy"], "credit")
                 self.assertEqual(len(dom["vcpus"]), 2)
         self.set_meta('<sched policy="credit" weight="512"/>')  # valid again
+
+    def test_c2_metadata_is_declarative(self):
+        # The element is the domain's whole setting: what it omits is the
+        # default, at once (and at every start: test_f).
+        self.set_meta('<sched policy="credit" weight="512" cap="30" class="background"/>')
+        t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["params"]["cap"] == "30")
+        self.assertIsNotNone(t, f"cap not 30: {dom}")
+        self.set_meta('<sched policy="credit" weight="512"/>')
+        t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["params"]["cap"] == "0")
+        self.assertIsNotNone(t, f"the cap stayed when the metadata dropped it: {dom}")
+        self.assertEqual((dom["params"]["weight"], dom["class"]), ("512", "foreground"))
+        # A policy no pool runs is a preference: the domain stays managed in
+        # its pool, with the parameters that pool's policy knows, and the
+        # log says so.
+        before = self.daemon.read_log()
+        self.set_meta('<sched policy="rr" weight="384" slice_ms="5"/>')
+        t, dom = self.wait_domain("vs-lv-on", lambda d: d and d["params"]["weight"] == "384")
+        self.assertIsNotNone(t, f"not applied in pool main: {dom}")
+        self.assertEqual((dom["pool"], dom["policy"]), ("main", "credit"))
+        self.assertRegex(self.daemon.read_log()[len(before):],
+                         r"vs-lv-on: no pool runs policy rr: pool main \(credit\); left out: slice_ms")
+        self.set_meta('<sched policy="credit" weight="512"/>')
+        t, _ = self.wait_domain("vs-lv-on", lambda d: d and d["params"]["weight"] == "512")
+        self.assertIsNotNone(t)
 
     def test_d_destroy_detaches(self):
         self.create("vs-lv-tmp", "weight=128 class=background")
@@ -326,7 +351,7 @@ class LibvirtTest(unittest.TestCase):
         t, _ = self.wait_domain("vs-lv-on", lambda d: d is not None, timeout=10)
         self.assertIsNotNone(t, f"not attached by resync: {self.daemon.read_log()[-2000:]}")
         self.assert_attached_like_status("vs-lv-on", "libvirt")
-        self.assertEqual(self.domain("vs-lv-on")["params"]["weight"], "1024")
+        self.assertEqual(self.domain("vs-lv-on")["params"], {"weight": "1024", "cap": "0"})
         self.assertIsNone(self.domain("vs-lv-off"))
         # `vcpuschedctl attach --libvirt` reads the same status file.
         self.daemon.ctl("attach", "off2", "--libvirt", "vs-lv-off")
@@ -347,7 +372,7 @@ class LibvirtTest(unittest.TestCase):
         # vs-lv-on runs, detached (test_f). Opted in with what no pool runs,
         # then with metadata that does not parse: listed with the reason, in
         # `stats` and as a metric; opted in as it can be: managed, unlisted.
-        for xml, reason, error in (('<sched policy="rr"/>', "pool", "no pool runs policy rr"),
+        for xml, reason, error in (('<sched pool="nope"/>', "pool", "no pool nope"),
                                    ('<sched policy="Credit!"/>', "metadata", "policy")):
             with self.subTest(reason=reason):
                 self.set_meta(xml)

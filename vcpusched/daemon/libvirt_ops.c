@@ -14,21 +14,121 @@
 
 #include "common/clock.h"
 #include "handlers.h"
+#include "common/log.h"
 #include "libvirt/libvirt_vcpus.h"
+#include "policy/bgclass.h"
 #include "unattached.h"
 
-/* The pool for metadata `m` among the daemon's pools (`current`: where it is now, or NULL). */
+/* A domain's whole setting in one pool, from its metadata. */
+struct lv_setting {
+    char pool[VS_NAME_SIZE];
+    char note[256]; /* the policy named is not the pool's: said, with what was left out */
+    struct kv kv[VS_PARAMS_MAX];
+    size_t n;
+    char defaults[VS_PARAMS_MAX][24]; /* the values of defaulted keys */
+};
+
+static bool
+setting_has(const struct lv_setting *st, const char *key)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->kv[i].key, key) == 0)
+            return true;
+    return false;
+}
+
 static int
-pool_choose(struct daemon_ctx *d, const struct libvirt_meta *m, const char *current, char *pool,
-            size_t len, char *err, size_t errlen)
+setting_add(struct lv_setting *st, const char *key, const char *val, char *err, size_t errlen)
+{
+    if (st->n >= VS_PARAMS_MAX) {
+        snprintf(err, errlen, "more than %d parameters", VS_PARAMS_MAX);
+        return -E2BIG;
+    }
+    st->kv[st->n++] = (struct kv){key, val};
+    return 0;
+}
+
+/* Each key of `schema` the setting lacks, at its default (free text has none). */
+static int
+setting_defaults(struct lv_setting *st, const struct policy_param *schema, char *err, size_t errlen)
+{
+    for (const struct policy_param *p = schema; p != NULL && p->name != NULL; p++) {
+        char *v;
+
+        if (p->type == POLICY_PARAM_STR || setting_has(st, p->name))
+            continue;
+        if (st->n >= VS_PARAMS_MAX)
+            return setting_add(st, p->name, "", err, errlen); /* -E2BIG, said */
+        v = st->defaults[st->n]; /* one slot per kv entry: never shared */
+        if (p->type == POLICY_PARAM_BOOL)
+            snprintf(v, sizeof(st->defaults[0]), "%s", p->def ? "on" : "off");
+        else
+            snprintf(v, sizeof(st->defaults[0]), "%lld", (long long)p->def);
+        if (setting_add(st, p->name, v, err, errlen) < 0)
+            return -E2BIG;
+    }
+    return 0;
+}
+
+/*
+ * Metadata `m` as the domain's whole setting (docs/libvirt.md, metadata is
+ * declarative): the pool (libvirt_meta_choose_pool; `current`: where it is
+ * now, or NULL), the parameters the element gives and, for each one of the
+ * pool's policy it omits, the policy's default, and the class foreground
+ * unless given. When the pool runs another policy than the one named, keys
+ * its policy does not know are left out, as the note says, rather than
+ * refused: a pool that changed policy never leaves a domain unmanaged.
+ */
+static int
+lv_setting(struct daemon_ctx *d, const struct libvirt_meta *m, const char *current,
+           struct lv_setting *st, char *err, size_t errlen)
 {
     struct sched_pool_info info[SCHED_MAX_POOLS];
     struct libvirt_pool pools[SCHED_MAX_POOLS];
-    unsigned int n = sched_pool_list(d->sched, info, SCHED_MAX_POOLS);
+    unsigned int np = sched_pool_list(d->sched, info, SCHED_MAX_POOLS);
+    const struct policy_ops *ops = NULL;
+    size_t left = 0;
+    int r;
 
-    for (unsigned int i = 0; i < n; i++)
+    for (unsigned int i = 0; i < np; i++)
         pools[i] = (struct libvirt_pool){info[i].name, info[i].policy};
-    return libvirt_meta_choose_pool(m, pools, n, current, pool, len, err, errlen);
+    r = libvirt_meta_choose_pool(m, pools, np, current, st->pool, sizeof(st->pool), st->note,
+                                 sizeof(st->note));
+    if (r < 0) {
+        snprintf(err, errlen, "%s", st->note);
+        return r;
+    }
+    for (unsigned int i = 0; i < np; i++)
+        if (strcmp(info[i].name, st->pool) == 0)
+            ops = policy_find(info[i].policy);
+    st->n = 0;
+    for (size_t i = 0; i < m->nr_params; i++) {
+        bool known = strcmp(m->keys[i], BGCLASS_KEY) == 0 ||
+                     (ops != NULL && ops->dom_params != NULL &&
+                      policy_param_index(ops->dom_params, m->keys[i]) >= 0);
+
+        if (r == 1 && !known) {
+            left +=
+                (size_t)snprintf(st->note + strlen(st->note), sizeof(st->note) - strlen(st->note),
+                                 "%s%s", left ? " " : "; left out: ", m->keys[i]);
+            continue;
+        }
+        if (setting_add(st, m->keys[i], m->vals[i], err, errlen) < 0)
+            return -E2BIG;
+    }
+    if (setting_defaults(st, ops != NULL ? ops->dom_params : NULL, err, errlen) < 0)
+        return -E2BIG;
+    if (!setting_has(st, BGCLASS_KEY))
+        return setting_add(st, BGCLASS_KEY, "foreground", err, errlen);
+    return 0;
+}
+
+/* The note of a setting whose pool runs another policy than the one named. */
+static void
+lv_note(const char *name, const struct lv_setting *st)
+{
+    if (st->note[0] != '\0')
+        log_info("libvirt domain %s: %s", name, st->note);
 }
 
 /*
@@ -45,8 +145,7 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     enum unattached_reason why = UNATTACHED_THREADS;
     struct libvirt_meta *own = calloc(1, sizeof(*own));
     pid_t *tids = calloc(VS_THREADS_MAX, sizeof(*tids));
-    char pool[VS_NAME_SIZE];
-    struct kv kv[VS_PARAMS_MAX];
+    struct lv_setting *st = calloc(1, sizeof(*st));
     unsigned int n = 0;
     pid_t pid = 0;
     int r = 1;
@@ -54,7 +153,7 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     if (m != NULL && !m->present)
         goto out;
     r = -ENOMEM;
-    if (own == NULL || tids == NULL) {
+    if (own == NULL || tids == NULL || st == NULL) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -66,13 +165,14 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     if (!m->present)
         goto out;
     why = UNATTACHED_POOL;
-    r = pool_choose(d, m, NULL, pool, sizeof(pool), err, errlen);
+    r = lv_setting(d, m, NULL, st, err, errlen);
     if (r < 0)
         goto out;
-    libvirt_meta_kv(m, kv);
     why = UNATTACHED_ATTACH;
-    r = sched_attach(d->sched, name, pool, pid, tids, n, kv, m->nr_params, "libvirt", name, err,
+    r = sched_attach(d->sched, name, st->pool, pid, tids, n, st->kv, st->n, "libvirt", name, err,
                      errlen);
+    if (r == 0)
+        lv_note(name, st);
 out:
     m = m != NULL ? m : own;
     /* EEXIST: attached meanwhile (the hook and the watcher race at a start). */
@@ -82,6 +182,7 @@ out:
         unattached_clear(d->unattached, name);
     free(own);
     free(tids);
+    free(st);
     return r;
 }
 
@@ -91,8 +192,8 @@ lv_sync(void *ctx, const char *name, const struct libvirt_meta *m, enum libvirt_
         char *what, size_t whatlen, char *err, size_t errlen)
 {
     struct daemon_ctx *d = ctx;
-    char cur[VS_NAME_SIZE], pool[VS_NAME_SIZE];
-    struct kv kv[VS_PARAMS_MAX];
+    char cur[VS_NAME_SIZE];
+    struct lv_setting st;
     int r;
 
     what[0] = '\0';
@@ -112,16 +213,19 @@ lv_sync(void *ctx, const char *name, const struct libvirt_meta *m, enum libvirt_
         snprintf(what, whatlen, "metadata removed: detached");
         return sched_detach(d->sched, name, err, errlen);
     }
-    r = pool_choose(d, m, cur, pool, sizeof(pool), err, errlen);
+    r = lv_setting(d, m, cur, &st, err, errlen);
     if (r < 0)
         return r;
-    libvirt_meta_kv(m, kv);
-    if (strcmp(pool, cur) != 0) {
-        snprintf(what, whatlen, "moved from pool %s to pool %s", cur, pool);
-        return sched_move(d->sched, name, pool, kv, m->nr_params, err, errlen);
+    if (strcmp(st.pool, cur) != 0) {
+        snprintf(what, whatlen, "moved from pool %s to pool %s", cur, st.pool);
+        r = sched_move(d->sched, name, st.pool, st.kv, st.n, err, errlen);
+    } else {
+        snprintf(what, whatlen, "updated");
+        r = sched_set(d->sched, name, st.kv, st.n, err, errlen);
     }
-    snprintf(what, whatlen, "updated");
-    return m->nr_params > 0 ? sched_set(d->sched, name, kv, m->nr_params, err, errlen) : 0;
+    if (r == 0)
+        lv_note(name, &st);
+    return r;
 }
 
 static int

@@ -465,42 +465,42 @@ pool_find(const struct libvirt_pool *pools, size_t n, const char *name, const ch
 
 int
 libvirt_meta_choose_pool(const struct libvirt_meta *m, const struct libvirt_pool *pools, size_t n,
-                         const char *current, char *pool, size_t len, char *err, size_t errlen)
+                         const char *current, char *pool, size_t len, char *note, size_t notelen)
 {
     long at;
 
+    note[0] = '\0';
     if (m->pool[0] != '\0') {
         at = pool_find(pools, n, m->pool, "");
         if (at < 0) {
-            snprintf(err, errlen, "pool: no pool %s", m->pool);
+            snprintf(note, notelen, "pool: no pool %s", m->pool);
             return -ENOENT;
         }
     } else {
         at = current != NULL ? pool_find(pools, n, current, m->policy) : -1;
         if (at < 0)
             at = pool_find(pools, n, NULL, m->policy);
+        /* A preference, not a condition: the domain stays managed. */
+        if (at < 0 && current != NULL)
+            at = pool_find(pools, n, current, "");
+        if (at < 0 && n > 0)
+            at = 0;
         if (at < 0) {
-            snprintf(err, errlen, m->policy[0] ? "policy: no pool runs policy %s" : "no pools",
-                     m->policy);
+            snprintf(note, notelen, "no pools");
             return -ENOENT;
         }
     }
-    if (m->policy[0] != '\0' && strcmp(pools[at].policy, m->policy) != 0) {
-        snprintf(err, errlen, "policy: pool %s runs %s, not %s", pools[at].name, pools[at].policy,
-                 m->policy);
-        return -EINVAL;
-    }
     snprintf(pool, len, "%s", pools[at].name);
-    return 0;
-}
-
-void
-libvirt_meta_kv(const struct libvirt_meta *m, struct kv *kv)
-{
-    for (size_t i = 0; i < m->nr_params; i++) {
-        kv[i].key = m->keys[i];
-        kv[i].val = m->vals[i];
+    if (m->policy[0] != '\0' && strcmp(pools[at].policy, m->policy) != 0) {
+        if (m->pool[0] != '\0')
+            snprintf(note, notelen, "pool %s runs %s, not policy %s", pools[at].name,
+                     pools[at].policy, m->policy);
+        else
+            snprintf(note, notelen, "no pool runs policy %s: pool %s (%s)", m->policy,
+                     pools[at].name, pools[at].policy);
+        return 1;
     }
+    return 0;
 }
 
 void

@@ -94,18 +94,16 @@ struct libvirt_pool {
 /*
  * The pool a domain with metadata `m` goes to, given the daemon's pools
  * pools[0..n) and the pool it is in now (NULL if not attached): the named
- * pool (whose policy must match a named policy); else the current pool if
- * it runs the named policy (or none is named), else the first pool that
- * runs the named policy; else the first pool. Writes the name to `pool`.
- * Errors: -ENOENT (no such pool, no pool runs that policy, no pools),
- * -EINVAL (the pool runs another policy).
+ * pool; else the current pool if it runs the named policy (or none is
+ * named), else the first pool that runs it, else the current pool, else
+ * the first pool. A named policy is a preference: a pool that changed
+ * policy never leaves a domain unmanaged (docs/libvirt.md). Writes the
+ * name to `pool`. Returns 0, or 1 when the pool runs another policy than
+ * the one named (`note` says so); -ENOENT (no such pool, no pools).
  */
 int libvirt_meta_choose_pool(const struct libvirt_meta *m, const struct libvirt_pool *pools,
-                             size_t n, const char *current, char *pool, size_t len, char *err,
-                             size_t errlen);
-
-/* Point kv[0..m->nr_params) at m's parameters (valid while m lives). */
-void libvirt_meta_kv(const struct libvirt_meta *m, struct kv *kv);
+                             size_t n, const char *current, char *pool, size_t len, char *note,
+                             size_t notelen);
 
 /* "pool=main policy=credit weight=512" (only what is given), for messages. */
 void libvirt_meta_format(const struct libvirt_meta *m, char *buf, size_t len);
