@@ -276,8 +276,18 @@ class TopTest(unittest.TestCase):
             subprocess.run(["rm", "-rf", out])
 
     def test_bad_metrics_file_refused_before_anything(self):
+        # A read-only directory, as ProtectSystem=strict makes /var/lib for a
+        # unit without ReadWritePaths=: refused with exit 2 (no restart loop).
+        ro = tempfile.mkdtemp(prefix="vcpusched-test_top-ro.")
+        self.addCleanup(os.rmdir, ro)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", ro], check=True)
+        self.addCleanup(subprocess.run, ["umount", ro], check=True)
         for args, status, msg in [
-                (["--metrics-file", "/nonexistent-dir/m.prom"], 1,
+                (["--metrics-file", f"{ro}/m.prom"], 2,
+                 f"metrics file {ro}/m.prom: cannot create a file next to it: Read-only file "
+                 "system (a service unit's ProtectSystem=strict: add the directory to "
+                 "ReadWritePaths=, systemctl edit vcpuschedd)"),
+                (["--metrics-file", "/nonexistent-dir/m.prom"], 2,
                  "metrics file /nonexistent-dir/m.prom: cannot create a file next to it: "
                  "No such file or directory"),
                 (["--metrics-file", "m.prom"], 2,

@@ -781,9 +781,13 @@ main(int argc, char **argv)
     log_init("vcpuschedd", d->cfg.foreground, config_verbosity(&d->cfg));
     if (geteuid() != 0)
         fatalx("must run as root (it changes other processes' scheduling)");
+    /* A metrics file it cannot write is refused like a bad line (exit 2: no restart loop). */
     if (d->cfg.metrics_file[0] != '\0' &&
-        metrics_file_check(d->cfg.metrics_file, err, sizeof(err)) < 0)
-        fatalx("%s", err);
+        metrics_file_check(d->cfg.metrics_file, err, sizeof(err)) < 0) {
+        log_warnx("%s", err);
+        free(d);
+        return 2;
+    }
     daemonize(d);
     daemon_start(d);
     loop_run(d);

@@ -68,8 +68,11 @@ metrics_file_check(const char *path, char *err, size_t errlen)
     int fd = temp_open(tmp, sizeof(tmp), path);
 
     if (fd < 0) {
-        snprintf(err, errlen, "metrics file %s: cannot create a file next to it: %s", path,
-                 strerror(-fd));
+        snprintf(err, errlen, "metrics file %s: cannot create a file next to it: %s%s", path,
+                 strerror(-fd),
+                 fd == -EROFS ? " (a service unit's ProtectSystem=strict: add the directory "
+                                "to ReadWritePaths=, systemctl edit vcpuschedd)"
+                              : "");
         return fd;
     }
     close(fd);
