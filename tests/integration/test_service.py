@@ -267,6 +267,36 @@ class ServiceTest(unittest.TestCase):
         self.assertTrue(grep(lines, r"no managed CPUs chosen.*: nothing changed"), lines)
         self.assertEqual([p["name"] for p in d.json("pool", "list")["pools"]], ["p"])
 
+    def test_refuses_a_bad_pool_line_with_its_line(self):
+        """A pool line the daemon would refuse when creating the pool (CPUs,
+        policy, a parameter, a rule between two) is refused before anything
+        is created, named by file and line: exit 2 at start (the unit does
+        not restart it), nothing changed at a reload."""
+        m = MANAGED_CPU
+        cases = [(f"pool main cpus=1x\n", r"vcpuschedd.conf:1: pool main: cpus: "),
+                 (f"log-level info\npool main cpus={m} policy=nope\n",
+                  r"vcpuschedd.conf:2: pool main: unknown policy 'nope'"),
+                 (f"pool main cpus={m}\npool-param tslice_ms=0\n",
+                  r"vcpuschedd.conf:2: pool main: tslice_ms: 0 is out of range \[1, 1000\]"),
+                 (f"pool main cpus={m} policy=credit tslice_ms=5 ratelimit_us=9000\n",
+                  r"vcpuschedd.conf:1: pool main: ratelimit_us: 9000 is longer than tslice_ms 5"),
+                 (f"pool main cpus={os.cpu_count() + 7}\n",
+                  rf"vcpuschedd.conf:1: pool main: cpu {os.cpu_count() + 7} does not exist")]
+        for conf, why in cases:
+            with self.subTest(conf=conf):
+                d = self.daemon(conf, start=False)
+                with open(d.log, "ab") as logf:
+                    r = subprocess.run([vstest.DAEMON, *d.args], stdout=logf, stderr=logf,
+                                       timeout=TIMEOUT)
+                self.assertEqual(r.returncode, 2, d.read_log())
+                self.assertRegex(d.read_log(), why)
+                self.assertFalse(os.path.exists(d.state), "a refused start created the state file")
+        d = self.daemon(f"pool p cpus={m} policy=credit\n")
+        lines = d.reload(f"pool p cpus={m} policy=credit tslice_ms=0\n")
+        self.assertTrue(grep(lines, r"reload: .*vcpuschedd.conf:1: pool p: tslice_ms: 0 is out of "
+                                    r"range.*: nothing changed"), lines)
+        self.assertEqual(d.json("pool", "list")["pools"][0]["params"]["tslice_ms"], "30")
+
     def test_default_pool_leaves_an_eighth_of_each_node(self):
         """Without a file or --cpus the default pool takes every online CPU
         but the first ceil(n/8) of each NUMA node and their SMT siblings

@@ -65,20 +65,27 @@ copy(const char *key, char *dst, size_t len, const char *val, char *err, size_t 
     return 0;
 }
 
+/* Pool `name`, made if new, with the line being parsed as its origin. */
 static struct config_pool *
 pool_get(struct config *c, const char *name, char *err, size_t errlen)
 {
-    for (unsigned int i = 0; i < c->nr_pools; i++)
+    struct config_pool *p = NULL;
+
+    for (unsigned int i = 0; i < c->nr_pools && p == NULL; i++)
         if (strcmp(c->pools[i].name, name) == 0)
-            return &c->pools[i];
-    if (c->nr_pools == CONFIG_MAX_POOLS) {
+            p = &c->pools[i];
+    if (p == NULL && c->nr_pools == CONFIG_MAX_POOLS) {
         snprintf(err, errlen, "at most %d pools", CONFIG_MAX_POOLS);
         return NULL;
     }
-    memset(&c->pools[c->nr_pools], 0, sizeof(c->pools[0]));
-    snprintf(c->pools[c->nr_pools].name, sizeof(c->pools[0].name), "%s", name);
-    snprintf(c->pools[c->nr_pools].policy, sizeof(c->pools[0].policy), "credit");
-    return &c->pools[c->nr_pools++];
+    if (p == NULL) {
+        p = &c->pools[c->nr_pools++];
+        memset(p, 0, sizeof(*p));
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        snprintf(p->policy, sizeof(p->policy), "credit");
+    }
+    snprintf(p->origin, sizeof(p->origin), "%s", c->at);
+    return p;
 }
 
 /* Append "k=v" to a pool's parameter string. */
@@ -299,6 +306,7 @@ config_load_file(struct config *c, const char *path, char *err, size_t errlen)
         if (key == NULL)
             continue;
         val = save + strspn(save, " \t");
+        snprintf(c->at, sizeof(c->at), "%s:%d", path, lineno);
         if (*val == '\0') {
             snprintf(err, errlen, "%s:%d: %s: a value is required", path, lineno, key);
             r = -EINVAL;
@@ -316,6 +324,7 @@ config_usage(const char *prog)
     fprintf(stderr,
             "usage: %s [-fv] [--config FILE] [--socket PATH] [--group NAME] [--state PATH]\n"
             "          [--cpus LIST] [--policy NAME] [--pool-param KEY=VALUE]...\n"
+            "          [--pool 'NAME cpus=LIST [policy=NAME] [KEY=VALUE]...']...\n"
             "          [--pattern shared|dedicated] [--dispatcher-cpu N]\n"
             "          [--events auto|bpf|proc] [--rt-runtime-us N] [--rt-runtime-unsafe no|yes]\n"
             "          [--priority-base N] [--rt-cgroup move|fail] [--park auto|v1|v2]\n"
@@ -341,6 +350,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"cpus", required_argument, NULL, 1},
         {"policy", required_argument, NULL, 1},
         {"pool-param", required_argument, NULL, 1},
+        {"pool", required_argument, NULL, 1},
         {"pattern", required_argument, NULL, 1},
         {"dispatcher-cpu", required_argument, NULL, 1},
         {"events", required_argument, NULL, 1},
@@ -385,6 +395,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         case 'c':
             break;
         case 1:
+            snprintf(c->at, sizeof(c->at), "--%s", opts[idx].name);
             r = config_set(c, opts[idx].name, optarg, err, errlen);
             if (r < 0)
                 return r;

@@ -23,6 +23,7 @@ struct config_pool {
     char cpus[256]; /* kernel CPU list */
     char policy[32];
     char params[2048]; /* "k=v k=v" */
+    char origin[288];  /* the last line that set it ("FILE:LINE", "--cpus"), for errors */
 };
 
 struct config {
@@ -50,6 +51,7 @@ struct config {
     unsigned int watchdog_ms;      /* the guardian's bound (host/watchdog.h); 0: off */
     struct config_pool pools[CONFIG_MAX_POOLS];
     unsigned int nr_pools;
+    char at[288]; /* where the setting being parsed comes from: a pool's origin */
 };
 
 void config_defaults(struct config *c);

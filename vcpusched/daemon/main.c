@@ -39,6 +39,7 @@
 #include "notify.h"
 #include "reload.h"
 #include "metrics_file.h"
+#include "pools_check.h"
 #include "rt_throttle.h"
 #include "unattached.h"
 
@@ -254,6 +255,22 @@ pools_default(struct config *c)
     snprintf(c->pools[0].name, sizeof(c->pools[0].name), "main");
     snprintf(c->pools[0].policy, sizeof(c->pools[0].policy), "credit");
     c->nr_pools = 1;
+}
+
+/*
+ * The pools of a parsed configuration, ready to create: some chosen (with
+ * a file), defaulted, each checked as it would be created. 0, or -errno
+ * with `err` (a start exits 2, a reload changes nothing).
+ */
+static int
+config_pools_ready(struct config *c, const cpu_set_t *online, char *err, size_t errlen)
+{
+    int r = config_check_cpus(c, err, errlen);
+
+    if (r < 0)
+        return r;
+    pools_default(c);
+    return pools_check(c, online, err, errlen);
 }
 
 static void
@@ -492,10 +509,9 @@ daemon_reload(struct daemon *d)
         if (getenv("VCPUSCHED_SOCKET") != NULL)
             snprintf(next->socket, sizeof(next->socket), "%s", getenv("VCPUSCHED_SOCKET"));
         if (config_parse(next, d->argc, d->argv, err, sizeof(err)) != 0 ||
-            config_check_cpus(next, err, sizeof(err)) < 0) {
+            config_pools_ready(next, &d->online, err, sizeof(err)) < 0) {
             log_warnx("reload: %s: nothing changed", err);
         } else {
-            pools_default(next);
             reload_apply(&d->ctx, &d->started, next, &d->online, &res);
             guardian_repin(d); /* new pools took housekeeping CPUs */
             if (res.refused > 0)
@@ -750,6 +766,7 @@ main(int argc, char **argv)
 {
     struct daemon *d = calloc(1, sizeof(*d)); /* large: config, state */
     char err[1024];                           /* a path, and why it is refused */
+    cpu_set_t online;
     int r;
 
     if (d == NULL)
@@ -768,13 +785,16 @@ main(int argc, char **argv)
         return r < 0 ? 2 : 0;
     }
     /* A configuration the daemon must not run: exit 2, as for a bad file. */
-    if (config_check_cpus(&d->cfg, err, sizeof(err)) < 0 ||
+    if (sched_getaffinity(0, sizeof(online), &online) < 0) {
+        free(d);
+        return 1;
+    }
+    if (config_pools_ready(&d->cfg, &online, err, sizeof(err)) < 0 ||
         rt_throttle_check(&d->cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "vcpuschedd: %s\n", err);
         free(d);
         return 2;
     }
-    pools_default(&d->cfg);
     d->started = d->cfg;
     d->argc = argc;
     d->argv = argv;
