@@ -12,7 +12,9 @@
 
 #include "ctl_top_model.h"
 
-#define TOP_USAGE "[-b] [-n N] [-d SECONDS] [-s cpu|name|wakes|pool] [--no-vcpus]"
+#define TOP_USAGE                                                                                  \
+    "[-b|--batch] [-n|--iterations N] [-d|--delay SECONDS] [-s|--sort cpu|name|wakes|pool] "       \
+    "[--no-vcpus]"
 
 struct top_opts {
     double delay_s;     /* -d: between refreshes */

@@ -330,8 +330,9 @@ config_usage(const char *prog)
             "          [--priority-base N] [--rt-cgroup move|fail] [--park auto|v1|v2]\n"
             "          [--proc-poll-us N] [--pidfile PATH] [--libvirt URI|none]\n"
             "          [--log-level warning|info|debug] [--metrics-file PATH]\n"
-            "          [--metrics-period SECONDS] [--watchdog-ms MS]\n",
-            prog);
+            "          [--metrics-period SECONDS] [--watchdog-ms MS]\n"
+            "       %s --policies | --version | --help\n",
+            prog, prog);
 }
 
 int
@@ -342,6 +343,7 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        {"policies", no_argument, NULL, 'P'},
         {"config", required_argument, NULL, 'c'},
         {"socket", required_argument, NULL, 1},
         {"group", required_argument, NULL, 1},
@@ -391,6 +393,9 @@ config_parse(struct config *c, int argc, char **argv, char *err, size_t errlen)
             return 1;
         case 'V':
             printf("vcpuschedd %s\n", VCPUSCHED_VERSION);
+            return 1;
+        case 'P':
+            c->policies = true; /* main prints them */
             return 1;
         case 'c':
             break;

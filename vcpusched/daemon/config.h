@@ -28,6 +28,7 @@ struct config_pool {
 
 struct config {
     bool foreground;
+    bool policies; /* --policies: print every policy's parameters and exit */
     int verbose;   /* -v count: raises log_level */
     int log_level; /* LOG_VERBOSE_WARN, _INFO (default) or _DEBUG (common/log.h) */
     char config_file[256];

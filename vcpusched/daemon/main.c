@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
 #include <libxml/parser.h>
 
 #include "config.h"
@@ -761,6 +762,21 @@ daemonize(struct daemon *d)
     fclose(f);
 }
 
+/*
+ * --policies: every policy's parameters with their range and default, as
+ * `vcpuschedctl help --json` gives them from a running daemon, for an
+ * operator who configures the service before its first start.
+ */
+static void
+print_policies(void)
+{
+    struct json_object *o = sched_json_policies(NULL);
+
+    puts(json_object_to_json_string_ext(o,
+                                        JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -780,6 +796,8 @@ main(int argc, char **argv)
         if (r < 0) {
             fprintf(stderr, "vcpuschedd: %s\n", err);
             config_usage(argv[0]);
+        } else if (d->cfg.policies) {
+            print_policies();
         }
         free(d);
         return r < 0 ? 2 : 0;
