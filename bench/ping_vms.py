@@ -8,8 +8,10 @@ metadata --live`, opting out is `virsh metadata --remove --live`, the cgroup
 CPU weight is `virsh schedinfo --live cpu_shares=N`, libvirt's own
 <vcpusched> goes in the definition. The libvirtd is the system's when it is
 usable (it answers on qemu:///system, the vcpusched hook is installed in
-/etc/libvirt/hooks/qemu.d, and nothing serves /run/vcpusched/control.sock,
-where the hook looks for the benchmark's daemon), else a private one in a
+/etc/libvirt/hooks/qemu.d, nothing serves /run/vcpusched/control.sock,
+where the hook looks for the benchmark's daemon, and it has no domain,
+running or defined: the benchmark never touches a domain it did not
+create), else a private one in a
 mount namespace of its own (tests/integration/libvirtd-private.sh) with the
 hook from the build installed there.
 
@@ -308,6 +310,13 @@ class LibvirtHost:
             return f"the vcpusched hook is not installed ({SYSTEM_HOOK})"
         if os.path.exists(SYSTEM_SOCKET):
             return f"{SYSTEM_SOCKET} exists (a vcpuschedd of the host's own is running)"
+        # The benchmark's daemon would watch this libvirtd and the host's hook
+        # would hand it every opted-in domain: only on a host that has none.
+        others = run(["virsh", "-q", "-c", "qemu:///system", "list", "--all", "--name"],
+                     check=False, timeout=20).stdout.split()
+        if others:
+            return (f"it has domains of its own ({', '.join(others[:5])}"
+                    f"{', ...' if len(others) > 5 else ''}), which the benchmark keeps away from")
         return None
 
     def start_private(self):
