@@ -5,6 +5,7 @@ bad input, and never stranding a thread (SIGTERM, kill -9, restart)."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -370,6 +371,62 @@ class DaemonTest(unittest.TestCase):
         d.ctl("detach", "hp")
         for t in tids:
             self.assertEqual(vstest.policy(t), os.SCHED_OTHER)
+
+    # --- the threads vcpusched does not schedule ---------------------------------
+
+    def bare_qemu(self, d, name):
+        """A bare QEMU (no guest) allowed on every CPU, as an unpinned VM on a
+        host: (pid, QMP socket, its threads other than the vCPU's)."""
+        pidfile, qmp = os.path.join(d.dir, f"{name}.pid"), os.path.join(d.dir, f"{name}.qmp")
+        every = set(range(os.cpu_count()))
+        subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-machine", "pc", "-display",
+                        "none", "-nodefaults", "-m", "64", "-smp", "1", "-name",
+                        f"{name},debug-threads=on", "-qmp", f"unix:{qmp},server=on,wait=off",
+                        "-daemonize", "-pidfile", pidfile], check=True, capture_output=True,
+                       preexec_fn=lambda: os.sched_setaffinity(0, every))
+        pid = int(vstest.read(pidfile))
+        self.addCleanup(lambda: os.path.exists(f"/proc/{pid}") and os.kill(pid, signal.SIGKILL))
+        others = [t for t in vstest.threads_of(pid)
+                  if not vstest.read(f"/proc/{pid}/task/{t}/comm").startswith("CPU ")]
+        self.assertTrue(others)
+        for t in others:
+            self.assertEqual(os.sched_getaffinity(t), every)
+        return pid, qmp, others
+
+    def test_other_qemu_threads_kept_off_managed_cpus(self):
+        """While a domain is managed, its QEMU's other threads (main loop,
+        workers) are kept off the pool's CPU and given exactly their
+        affinity back at detach and, after kill -9, by the guardian; one
+        the operator pinned to the managed CPU only stays there, said once."""
+        d = self.daemon(policy="credit")
+        every, rest = set(range(os.cpu_count())), set(range(os.cpu_count())) - {MANAGED_CPU}
+        pid, qmp, others = self.bare_qemu(d, "pl")
+        pinned = others[-1]
+        os.sched_setaffinity(pinned, {MANAGED_CPU})
+        d.ctl("attach", "pl", "--qmp", qmp)
+        dom = d.json("list")["domains"][0]
+        # At least those listed: QEMU may have started a worker since.
+        self.assertGreaterEqual(dom["others"]["kept_off"], len(others) - 1, dom)
+        self.assertEqual(dom["others"]["pinned"], 1, dom)
+        for t in others[:-1]:
+            self.assertEqual(os.sched_getaffinity(t), rest, f"thread {t}")
+        self.assertEqual(os.sched_getaffinity(pinned), {MANAGED_CPU})
+        self.assertIsNotNone(vstest.wait_until(lambda: re.search(
+            rf"domain pl: thread {pinned} \(.*\) stays on managed CPUs", d.read_log()), 2))
+        d.ctl("detach", "pl")
+        for t in others[:-1]:
+            self.assertEqual(os.sched_getaffinity(t), every, f"thread {t} after detach")
+        self.assertEqual(os.sched_getaffinity(pinned), {MANAGED_CPU})
+        # Unpinned and attached again: every one of them kept off.
+        os.sched_setaffinity(pinned, every)
+        d.ctl("attach", "pl", "--qmp", qmp)
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: all(os.sched_getaffinity(t) == rest for t in others), vstest.stretch(2.0)),
+            f"not every thread kept off: {d.json('list')}")
+        d.kill9()
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: all(os.sched_getaffinity(t) == every for t in others), vstest.stretch(1.0)),
+            "the guardian did not give the affinities back")
 
     # --- threads that vanish ---------------------------------------------------
 

@@ -79,7 +79,9 @@ struct writer {
 static const struct field daemon_fields[] = {
     {"uptime_ns", {"uptime_seconds", M_GAUGE, "Time since the daemon started."}, 9, NULL},
     {"managed_threads",
-     {"managed_threads", M_GAUGE, "Threads the daemon manages now (its state file)."},
+     {"managed_threads", M_GAUGE,
+      "Threads its state file records now (vCPUs, and their processes' other threads kept off the "
+      "pools)."},
      0,
      NULL},
     {"rt_runtime_us",

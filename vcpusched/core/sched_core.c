@@ -496,6 +496,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
         goto out;
     }
     TAILQ_INSERT_TAIL(&s->doms, d, link);
+    sched_place_scan(s, d);
 out:
     pthread_mutex_unlock(&s->lock);
     free(aff);
@@ -513,6 +514,7 @@ dom_detach(struct sched *s, struct sched_dom *d)
     for (unsigned int i = 0; i < d->nr_threads; i++)
         (void)act_restore(d->threads[i]->act);
     sched_pool_unlock(sp);
+    sched_place_release(s, d);
     TAILQ_REMOVE(&s->doms, d, link);
     dom_release(s, d);
 }

@@ -41,6 +41,8 @@ struct sched_config {
     bool move_rt_cgroup;   /* see act_set_level */
     struct act_park park;  /* how caps park threads (act_park_init) */
     uint64_t proc_poll_ns; /* proc fallback: poll period while a CPU is busy */
+    /* Where the core says what an operator must hear (the daemon's log), or NULL. */
+    void (*warn)(const char *msg);
 };
 
 int sched_create(struct sched **out, const struct sched_config *cfg, struct statefile *sf,
@@ -126,6 +128,13 @@ unsigned int sched_pool_list(struct sched *s, struct sched_pool_info *out, unsig
  * housekeeping pass reaps a killed QEMU within a second. Returns how many.
  */
 int sched_reap(struct sched *s);
+/*
+ * Keep the other threads of every managed domain's process (QEMU's main
+ * loop, I/O threads, vhost workers) off the pools' CPUs: new threads, and
+ * all of them again when the pools changed. Once a second from the control
+ * loop (core/sched_place.c).
+ */
+void sched_place_all(struct sched *s);
 /*
  * After lost events (a full ring), re-read every managed thread's state
  * from /proc and correct the policies' view. Returns threads corrected.

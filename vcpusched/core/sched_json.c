@@ -102,6 +102,14 @@ dom_json(struct sched_dom *d)
         json_object_array_add(vcpus, vcpu_json(sp, d->threads[i]));
     json_object_object_add(o, "vcpus", vcpus);
     sched_pool_unlock(sp);
+    /* Its process's other threads (sched_place.c): kept off the pools' CPUs, or pinned there. */
+    if (d->place != NULL) {
+        struct json_object *others = json_object_new_object();
+
+        json_object_object_add(others, "kept_off", json_object_new_int((int)d->place->n));
+        json_object_object_add(others, "pinned", json_object_new_int((int)d->place->npinned));
+        json_object_object_add(o, "others", others);
+    }
     return o;
 }
 

@@ -52,6 +52,24 @@ struct sched_thread {
     uint32_t wait_recent_ppm; /* part of the last sample interval spent waiting */
 };
 
+/*
+ * The other threads of a domain's process, kept off the reserved CPUs
+ * (sched_place.c): their state file slots, and the threads looked at that
+ * needed nothing or could not be moved (said once), until the pools change.
+ */
+#define SCHED_PLACE_TIDS_MAX 256
+struct sched_place {
+    int *slots; /* state file slots of the threads kept off (act.placed) */
+    unsigned int n, cap;
+    uint64_t kept_off; /* threads moved off since attach */
+    cpu_set_t off;     /* the reserved CPUs of the last scan */
+    pid_t seen[SCHED_PLACE_TIDS_MAX];
+    unsigned int nseen;
+    pid_t pinned[SCHED_PLACE_TIDS_MAX]; /* only allowed on reserved CPUs: left there */
+    unsigned int npinned;
+    bool full_said; /* no state file slot left: logged */
+};
+
 struct sched_dom {
     char name[VS_NAME_SIZE];
     char source[16];
@@ -61,6 +79,7 @@ struct sched_dom {
     struct pool_dom *pd;
     unsigned int nr_threads;
     struct sched_thread **threads; /* in vCPU order, like pd->vcpus; each allocated alone */
+    struct sched_place *place;     /* its process's other threads, or NULL */
     TAILQ_ENTRY(sched_dom) link;
 };
 TAILQ_HEAD(sched_dom_list, sched_dom);
@@ -248,5 +267,10 @@ int sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struc
                       char *err, size_t errlen);
 /* Give ths[0..n) back and free them (out of their pool already); NULLs skipped. */
 void sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned int n);
+
+/* sched_place.c: the other threads of domain d's process (s->lock held). */
+void sched_place_scan(struct sched *s, struct sched_dom *d);
+/* Give them back exactly (detach, exit). */
+void sched_place_release(struct sched *s, struct sched_dom *d);
 
 #endif /* VCPUSCHED_SCHED_PRIV_H */

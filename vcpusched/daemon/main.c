@@ -302,6 +302,13 @@ housekeeping_setup(struct daemon *d)
         log_warn("pin the daemon to housekeeping cpus");
 }
 
+/* sched_config.warn: what the core says goes to the log. */
+static void
+core_warn(const char *msg)
+{
+    log_warnx("%s", msg);
+}
+
 static void
 pools_create(struct daemon *d)
 {
@@ -468,8 +475,11 @@ housekeeping(struct daemon *d)
     if (n > 0)
         log_warnx("events were lost: corrected the state of %d thread(s)", n);
     (void)sched_wake_missed(d->ctx.sched); /* counted in stats: missed_wakes */
-    if (++d->ticks % (1000 / HOUSEKEEPING_PERIOD_MS) == 0)
-        sched_sample_waits(d->ctx.sched); /* list's wait_ns and wait_recent, once a second */
+    /* Once a second: list's wait_ns and wait_recent; QEMU's other threads off the pools. */
+    if (++d->ticks % (1000 / HOUSEKEEPING_PERIOD_MS) == 0) {
+        sched_sample_waits(d->ctx.sched);
+        sched_place_all(d->ctx.sched);
+    }
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);
@@ -667,6 +677,7 @@ daemon_start(struct daemon *d)
         .prio = {d->cfg.prio_base, d->cfg.prio_base + 1, d->cfg.prio_base + 2},
         .move_rt_cgroup = d->cfg.move_rt_cgroup,
         .proc_poll_ns = d->cfg.proc_poll_us * NSEC_PER_USEC,
+        .warn = core_warn,
     };
     struct cgroup_mounts mounts;
     char err[256];

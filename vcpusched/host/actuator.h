@@ -61,6 +61,12 @@ struct act_thread {
     enum act_level level;
     int cpu; /* host CPU it is pinned to, -1 before the first pin */
     bool frozen;
+    /*
+     * Not scheduled, only kept off the managed CPUs (core/sched_place.c):
+     * its affinity changed. In what was padding, so the state file's
+     * layout is that of version 4 (an older file reads false).
+     */
+    bool placed;
 };
 
 /*
@@ -158,5 +164,23 @@ int act_read_schedstat(pid_t pid, pid_t tid, struct act_schedstat *st);
  * it is gone.
  */
 int act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time);
+
+/* Read /proc/<pid>/task/<tid>/comm (the thread's name). -ESRCH if it is gone. */
+int act_read_comm(pid_t pid, pid_t tid, char *comm, size_t len);
+
+/*
+ * Keep a thread off the CPUs in `off` (core/sched_place.c): record it in
+ * `t` as act_thread_open does, mark it placed, then set its affinity to
+ * what it had less `off`. 1 if it changed, 0 if it had none of `off`
+ * (nothing recorded as changed), -EINVAL if it may run only there (its
+ * affinity or its cgroup cpuset), -ESRCH if it is gone. act_restore gives
+ * the affinity back.
+ */
+int act_keep_off(struct act_thread *t, pid_t pid, pid_t tid, const cpu_set_t *off, char *err,
+                 size_t errlen);
+/* Whether the thread may run on a CPU of `off` now: 1, 0, or -errno. */
+int act_affinity_meets(pid_t tid, const cpu_set_t *off);
+/* The same for a thread already placed: its current affinity less `off` (1, 0, -errno). */
+int act_keep_off_again(struct act_thread *t, const cpu_set_t *off);
 
 #endif /* VCPUSCHED_ACTUATOR_H */

@@ -84,6 +84,84 @@ act_read_stat(pid_t pid, pid_t tid, char *state, uint64_t *start_time)
 }
 
 int
+act_read_comm(pid_t pid, pid_t tid, char *comm, size_t len)
+{
+    char path[64];
+    int n;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    n = read_file(path, comm, len);
+    if (n < 0)
+        return n == -ENOENT ? -ESRCH : n;
+    comm[strcspn(comm, "\n")] = '\0';
+    return 0;
+}
+
+/* `cur` less `off` into `out`; false if nothing of `off` was in `cur`. */
+static bool
+affinity_less(const cpu_set_t *cur, const cpu_set_t *off, cpu_set_t *out)
+{
+    cpu_set_t both;
+
+    CPU_AND(&both, cur, off);
+    if (CPU_COUNT(&both) == 0)
+        return false;
+    CPU_XOR(out, cur, &both);
+    return true;
+}
+
+int
+act_keep_off(struct act_thread *t, pid_t pid, pid_t tid, const cpu_set_t *off, char *err,
+             size_t errlen)
+{
+    cpu_set_t next;
+    int r = act_thread_open(t, pid, tid, err, errlen);
+
+    if (r < 0)
+        return r;
+    if (!affinity_less(&t->orig.affinity, off, &next))
+        return 0;
+    if (CPU_COUNT(&next) == 0) {
+        snprintf(err, errlen, "its affinity allows only managed CPUs");
+        return -EINVAL;
+    }
+    t->placed = true; /* on file before the change: the guardian gives it back */
+    if (sched_setaffinity(tid, sizeof(next), &next) < 0) {
+        r = -errno;
+        t->placed = false;
+        snprintf(err, errlen, "%s",
+                 r == -EINVAL ? "its cgroup cpuset allows only managed CPUs" : strerror(-r));
+        return r;
+    }
+    return 1;
+}
+
+int
+act_affinity_meets(pid_t tid, const cpu_set_t *off)
+{
+    cpu_set_t cur, both;
+
+    if (sched_getaffinity(tid, sizeof(cur), &cur) < 0)
+        return -errno;
+    CPU_AND(&both, &cur, off);
+    return CPU_COUNT(&both) > 0;
+}
+
+int
+act_keep_off_again(struct act_thread *t, const cpu_set_t *off)
+{
+    cpu_set_t cur, next;
+
+    if (sched_getaffinity(t->tid, sizeof(cur), &cur) < 0)
+        return -errno;
+    if (!affinity_less(&cur, off, &next))
+        return 0;
+    if (CPU_COUNT(&next) == 0)
+        return -EINVAL;
+    return sched_setaffinity(t->tid, sizeof(next), &next) < 0 ? -errno : 1;
+}
+
+int
 act_read_schedstat(pid_t pid, pid_t tid, struct act_schedstat *st)
 {
     char path[64], buf[128];
@@ -749,7 +827,7 @@ act_restore(struct act_thread *t)
 {
     int r;
 
-    if (t->level == ACT_LEVEL_NONE && t->cpu < 0 && !t->frozen &&
+    if (t->level == ACT_LEVEL_NONE && t->cpu < 0 && !t->frozen && !t->placed &&
         park_mode_of(&t->orig) == CGROUP_PARK_NONE)
         return 0;
     r = act_restore_saved(t->pid, t->tid, t->start_time, &t->orig);
@@ -758,5 +836,6 @@ act_restore(struct act_thread *t)
     t->level = ACT_LEVEL_NONE;
     t->cpu = -1;
     t->frozen = false;
+    t->placed = false;
     return r;
 }
