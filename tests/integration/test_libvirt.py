@@ -11,7 +11,7 @@ changes nothing and is logged; (c2) metadata is the whole setting: what it
 omits is the default, a policy no pool runs keeps the domain in its pool; (d) the hook attaches a background domain,
 destroy detaches;
 (e) libvirtd restarted: the watcher reconnects and still applies changes;
-(f) a daemon started after the domain attaches it (resync); (f2) opted in
+(f) a daemon started after the domain attaches it (resync); (f_z) opted in
 with metadata no pool fits or that does not parse: listed with the reason
 in `stats` and as a metric, unlisted once managed; (g) vCPU
 hot-plug and unplug with `virsh setvcpus --live` are managed within 1 s;
@@ -368,7 +368,7 @@ class LibvirtTest(unittest.TestCase):
     def unattached(self):
         return {d["domain"]: d for d in self.daemon.json("stats")["libvirt_unattached"]["domains"]}
 
-    def test_f2_opted_in_but_not_managed_is_reported(self):
+    def test_f_z_opted_in_but_not_managed_is_reported(self):
         # vs-lv-on runs, detached (test_f). Opted in with what no pool runs,
         # then with metadata that does not parse: listed with the reason, in
         # `stats` and as a metric; opted in as it can be: managed, unlisted.
