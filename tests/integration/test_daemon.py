@@ -428,6 +428,27 @@ class DaemonTest(unittest.TestCase):
             lambda: all(os.sched_getaffinity(t) == every for t in others), vstest.stretch(1.0)),
             "the guardian did not give the affinities back")
 
+    def test_unmanaged_busy_thread_on_a_pool_cpu_is_reported(self):
+        """A busy process vcpusched does not schedule, on the pool's CPU
+        beside a managed hog, is named in the log and counted in stats
+        within 2 s (a scan every 2 s); the managed hog is not."""
+        d = self.daemon(policy="credit")
+        hog, other = self.busy(2)
+        d.ctl("attach", "h", "--pid", str(hog.pid))
+        os.sched_setaffinity(other.pid, {MANAGED_CPU})
+        t0 = time.monotonic()
+        named = rf"pool main: thread {other.pid} \(.*\) of process {other.pid}, which vcpusched " \
+                rf"does not schedule, is runnable on CPU {MANAGED_CPU}"
+        limit = vstest.stretch(2.5)  # the 2 s period, and the walk of /proc
+        took = vstest.wait_until(lambda: re.search(named, d.read_log()), limit)
+        self.assertIsNotNone(took, f"not reported within {limit} s: {d.read_log()[-1500:]}")
+        vstest.within(self, "unmanaged busy thread on a pool CPU reported (s)",
+                      time.monotonic() - t0, hi=limit)
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: d.json("stats")["pools"][0]["foreign_threads"] >= 1, 3), d.json("stats"))
+        self.assertNotRegex(d.read_log(), rf"thread {hog.pid} \(")
+        self.assertIn("does not schedule runnable on its CPUs", d.ctl("stats").stdout)
+
     # --- threads that vanish ---------------------------------------------------
 
     def start_guest(self, d, name, smp=2):

@@ -245,6 +245,17 @@ static const struct field pool_fields[] = {
       "Longest wait of the control path for the pool's lock."},
      9,
      NULL},
+    {"foreign_threads",
+     {"pool_foreign_threads", M_GAUGE,
+      "Threads vcpusched does not schedule found runnable on the pool's CPUs (last scan)."},
+     0,
+     NULL},
+    {"foreign_sightings",
+     {"pool_foreign_sightings", M_COUNTER,
+      "Threads vcpusched does not schedule found runnable on the pool's CPUs, summed over "
+      "scans (every 2 s)."},
+     0,
+     NULL},
 };
 
 /* --- Per vCPU (list.domains[].vcpus[]): labels pool, domain, vcpu. --- */

@@ -136,6 +136,13 @@ int sched_reap(struct sched *s);
  */
 void sched_place_all(struct sched *s);
 /*
+ * Count, per pool, the user threads not ours that /proc shows runnable on
+ * its CPUs (stats: foreign_threads, foreign_sightings), and say each new
+ * one through cfg.warn. Every two seconds from the control loop
+ * (core/sched_foreign.c).
+ */
+void sched_foreign_scan(struct sched *s);
+/*
  * After lost events (a full ring), re-read every managed thread's state
  * from /proc and correct the policies' view. Returns threads corrected.
  */

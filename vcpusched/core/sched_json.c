@@ -250,6 +250,9 @@ pool_json(struct sched_pool *sp)
                            json_object_new_int64((int64_t)sp->st.ctl_wait_sum_ns));
     json_object_object_add(o, "control_wait_max_ns",
                            json_object_new_int64((int64_t)sp->st.ctl_wait_max_ns));
+    json_object_object_add(o, "foreign_threads", json_object_new_int((int)sp->st.foreign_now));
+    json_object_object_add(o, "foreign_sightings",
+                           json_object_new_int64((int64_t)sp->st.foreign_seen));
     json_object_object_add(o, "wake_to_mid_p50_ns",
                            json_object_new_int64(lat_percentile(sp->st.lat, 50)));
     json_object_object_add(o, "wake_to_mid_p99_ns",

@@ -122,6 +122,9 @@ struct sched_pool_stats {
     uint64_t ctl_wait_sum_ns;   /* their waits for the lock */
     uint64_t ctl_wait_max_ns;
     uint64_t created_ns;
+    unsigned int
+        foreign_now;       /* threads not ours runnable on its CPUs, last scan (sched_foreign.c) */
+    uint64_t foreign_seen; /* the sum of those over every scan */
 };
 
 struct sched_pool {
@@ -156,6 +159,7 @@ struct sched_pool {
     char last_error[SCHED_ERRLEN]; /* actuator messages name cgroup paths */
 };
 
+#define SCHED_FOREIGN_SAID 256
 struct sched {
     struct sched_config cfg;
     struct statefile *sf;
@@ -182,6 +186,8 @@ struct sched {
     atomic_bool dstop;
     pthread_t dthread;
     bool dstarted;
+    pid_t foreign_said[SCHED_FOREIGN_SAID]; /* threads sched_foreign_scan logged, a ring */
+    unsigned int foreign_next;
     atomic_int fault; /* test builds: enum sched_fault (dispatch_fault.c) */
     atomic_int fault_cpu;
 };

@@ -376,6 +376,11 @@ ctl_show_stats(FILE *f, struct json_object *result)
         if (e != NULL && json_object_is_type(e, json_type_string))
             fprintf(f, "pool %s: last error: %s\n", json_object_get_string(ctl_json_get(p, "name")),
                     json_object_get_string(e));
+        if (jint(p, "foreign_threads") > 0)
+            fprintf(f,
+                    "pool %s: %" PRId64 " thread(s) vcpusched does not schedule runnable on its "
+                    "CPUs (the log names them)\n",
+                    ctl_json_str(p, "name"), jint(p, "foreign_threads"));
     }
     show_unattached(f, ctl_json_array(ctl_json_object(result, "libvirt_unattached"), "domains"));
     return r;

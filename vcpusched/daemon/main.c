@@ -480,6 +480,9 @@ housekeeping(struct daemon *d)
         sched_sample_waits(d->ctx.sched);
         sched_place_all(d->ctx.sched);
     }
+    /* Every two seconds: what else runs on the pools' CPUs (a walk of /proc). */
+    if (d->ticks % (2000 / HOUSEKEEPING_PERIOD_MS) == 0)
+        sched_foreign_scan(d->ctx.sched);
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,4 +299,85 @@ discover_check_target(pid_t pid, bool named, const struct discover_rules *rules,
              "attach --any-process to manage it anyway",
              (int)pid, comm);
     return -EPERM;
+}
+
+/* State, flags and CPU of a thread, from /proc/<pid>/task/<tid>/stat. */
+static int
+task_stat(pid_t pid, pid_t tid, char *state, unsigned long *flags, int *cpu, char *comm,
+          size_t commlen)
+{
+    char path[64], buf[1024], *open_paren, *close_paren, *tok, *save = NULL;
+    int fd, field = 3;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -EIO;
+    buf[n] = '\0';
+    open_paren = strchr(buf, '(');
+    close_paren = strrchr(buf, ')');
+    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren)
+        return -EPROTO;
+    snprintf(comm, commlen, "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+    for (tok = strtok_r(close_paren + 1, " ", &save); tok != NULL;
+         tok = strtok_r(NULL, " ", &save), field++) {
+        if (field == 3)
+            *state = tok[0];
+        else if (field == 9)
+            *flags = strtoul(tok, NULL, 10);
+        else if (field == 39) {
+            *cpu = atoi(tok);
+            return 0;
+        }
+    }
+    return -EPROTO;
+}
+
+#define PF_KTHREAD_FLAG 0x00200000UL /* include/linux/sched.h */
+
+int
+discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsigned int max)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *p;
+    int found = 0;
+
+    if (proc == NULL)
+        return -errno;
+    while ((p = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)atoi(p->d_name);
+        char path[64];
+        struct dirent *t;
+        DIR *tasks;
+
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        if ((tasks = opendir(path)) == NULL)
+            continue; /* gone */
+        while ((t = readdir(tasks)) != NULL) {
+            pid_t tid = (pid_t)atoi(t->d_name);
+            struct discover_runnable r = {.pid = pid, .tid = tid};
+            unsigned long flags = 0;
+            char state = 0;
+
+            if (tid <= 0 || task_stat(pid, tid, &state, &flags, &r.cpu, r.comm, sizeof(r.comm)) < 0)
+                continue;
+            if (flags & PF_KTHREAD_FLAG) /* kthreadd's children: per-CPU ones cannot move */
+                break;
+            if (state != 'R' || r.cpu < 0 || r.cpu >= CPU_SETSIZE || !CPU_ISSET(r.cpu, cpus))
+                continue;
+            if ((unsigned int)found < max)
+                out[found] = r;
+            found++;
+        }
+        closedir(tasks);
+    }
+    closedir(proc);
+    return found;
 }

@@ -12,6 +12,7 @@
 #define VCPUSCHED_DISCOVER_H
 
 #include <stdbool.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -51,5 +52,19 @@ struct discover_rules {
  */
 int discover_check_target(pid_t pid, bool named, const struct discover_rules *rules, char *err,
                           size_t errlen);
+
+/* A thread discover_runnable_on found. */
+struct discover_runnable {
+    pid_t pid, tid;
+    int cpu;
+    char comm[16];
+};
+/*
+ * The user threads (kernel threads left out) /proc shows runnable ('R') on
+ * a CPU of `cpus`, their process and CPU: up to `max` in out. Returns how
+ * many it found (more than `max`: only `max` written), or -errno. A walk
+ * of /proc/<pid>/task/<tid>/stat: about 5 us a thread.
+ */
+int discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsigned int max);
 
 #endif /* VCPUSCHED_DISCOVER_H */

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sched_foreign.c - what runs on the pools' CPUs that vcpusched does not
+ * schedule: a VM not opted in, a service, a QEMU thread pinned there. Next
+ * to the vCPUs at SCHED_FIFO such a thread gets only what real-time
+ * throttling leaves, so the operator must hear of it: each scan (every two
+ * seconds, from the control loop) counts, per pool, the user threads /proc
+ * shows runnable on its CPUs that are not the daemon's or a managed vCPU,
+ * and says each new one once. Kernel threads are left out: the per-CPU
+ * ones cannot move, and the kernel's own throttling serves them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/discover.h"
+#include "sched_priv.h"
+
+#define FOREIGN_MAX 1024 /* threads one scan reports at most */
+
+static int
+tid_cmp(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The managed vCPU threads, sorted (s->lock held). */
+static pid_t *
+managed_tids(struct sched *s, unsigned int *n)
+{
+    struct sched_dom *d;
+    unsigned int k = 0, total = 0;
+    pid_t *tids;
+
+    TAILQ_FOREACH(d, &s->doms, link)
+    total += d->nr_threads;
+    tids = malloc((total + 1) * sizeof(*tids));
+    if (tids == NULL)
+        return NULL;
+    TAILQ_FOREACH(d, &s->doms, link)
+    for (unsigned int i = 0; i < d->nr_threads; i++)
+        tids[k++] = d->threads[i]->act->tid;
+    qsort(tids, k, sizeof(*tids), tid_cmp);
+    *n = k;
+    return tids;
+}
+
+/* Said before? Remembered in a ring of the last SCHED_FOREIGN_SAID threads. */
+static bool
+said_before(struct sched *s, pid_t tid)
+{
+    for (unsigned int i = 0; i < SCHED_FOREIGN_SAID; i++)
+        if (s->foreign_said[i] == tid)
+            return true;
+    s->foreign_said[s->foreign_next++ % SCHED_FOREIGN_SAID] = tid;
+    return false;
+}
+
+/* Which pool has host CPU `cpu` (by index in s->pools at the snapshot), or -1. */
+static int
+pool_at(const int *pool_of, int cpu)
+{
+    return cpu >= 0 && cpu < CPU_SETSIZE ? pool_of[cpu] : -1;
+}
+
+/*
+ * The walk of /proc runs without the lock (tens of ms on a big host): the
+ * pools and managed threads are taken first, the counts written back to
+ * the pools of the same names after.
+ */
+void
+sched_foreign_scan(struct sched *s)
+{
+    struct discover_runnable *found = malloc(FOREIGN_MAX * sizeof(*found));
+    int *pool_of = malloc(CPU_SETSIZE * sizeof(*pool_of));
+    char names[SCHED_MAX_POOLS][VS_NAME_SIZE];
+    unsigned int counts[SCHED_MAX_POOLS] = {0}, npools, nmanaged = 0;
+    pid_t self = getpid(), *managed = NULL;
+    cpu_set_t cpus;
+    int n = 0;
+
+    if (found == NULL || pool_of == NULL)
+        goto out;
+    pthread_mutex_lock(&s->lock);
+    CPU_ZERO(&cpus);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        pool_of[c] = -1;
+    npools = s->nr_pools;
+    for (unsigned int i = 0; i < npools; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s", s->pools[i]->pool.name);
+        for (unsigned int c = 0; c < s->pools[i]->nr_cpus; c++) {
+            CPU_SET(s->pools[i]->cpus[c].host, &cpus);
+            pool_of[s->pools[i]->cpus[c].host] = (int)i;
+        }
+    }
+    managed = managed_tids(s, &nmanaged);
+    pthread_mutex_unlock(&s->lock);
+    if (managed == NULL || CPU_COUNT(&cpus) == 0)
+        goto out;
+    n = discover_runnable_on(&cpus, found, FOREIGN_MAX);
+
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < n && i < FOREIGN_MAX; i++) {
+        const struct discover_runnable *r = &found[i];
+        int k = pool_at(pool_of, r->cpu);
+        char msg[512];
+
+        if (k < 0 || r->pid == self ||
+            bsearch(&r->tid, managed, nmanaged, sizeof(*managed), tid_cmp) != NULL)
+            continue;
+        counts[k]++;
+        if (s->cfg.warn == NULL || said_before(s, r->tid))
+            continue;
+        snprintf(msg, sizeof(msg),
+                 "pool %s: thread %d (%s) of process %d, which vcpusched does not schedule, is "
+                 "runnable on CPU %d: beside the vCPUs at SCHED_FIFO it gets only what real-time "
+                 "throttling leaves; keep it on housekeeping CPUs, or opt its VM in",
+                 names[k], (int)r->tid, r->comm, (int)r->pid, r->cpu);
+        s->cfg.warn(msg);
+    }
+    for (unsigned int k = 0; k < npools; k++) {
+        struct sched_pool *sp = sched_pool_find(s, names[k]);
+
+        if (sp == NULL)
+            continue; /* destroyed meanwhile */
+        sched_pool_lock(sp);
+        sp->st.foreign_now = counts[k];
+        sp->st.foreign_seen += counts[k];
+        sched_pool_unlock(sp);
+    }
+    pthread_mutex_unlock(&s->lock);
+out:
+    free(managed);
+    free(pool_of);
+    free(found);
+}
