@@ -38,15 +38,6 @@ reserved_cpus(const struct sched *s, cpu_set_t *out)
         CPU_SET(s->cfg.dedicated_cpu, out);
 }
 
-static bool
-is_vcpu(const struct sched_dom *d, pid_t tid)
-{
-    for (unsigned int i = 0; i < d->nr_threads; i++)
-        if (d->threads[i]->act->tid == tid)
-            return true;
-    return false;
-}
-
 static int
 placed_find(const struct sched *s, const struct sched_place *p, pid_t tid)
 {
@@ -180,7 +171,7 @@ sched_place_scan(struct sched *s, struct sched_dom *d)
         char comm[32];
 
         /* Each thread is looked at once (pools unchanged): a second costs a readdir. */
-        if (is_vcpu(d, tids[i]) || tid_in(p->seen, p->nseen, tids[i]) ||
+        if (sched_dom_has_tid(d, tids[i]) || tid_in(p->seen, p->nseen, tids[i]) ||
             tid_in(p->pinned, p->npinned, tids[i]) || placed_find(s, p, tids[i]) >= 0)
             continue;
         /* QEMU names vCPU threads "CPU n/KVM" ("CPU n/TCG"): a hot-plugged one is ours soon. */

@@ -274,6 +274,8 @@ int sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struc
 /* Give ths[0..n) back and free them (out of their pool already); NULLs skipped. */
 void sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned int n);
 
+/* sched_vcpus.c: whether `tid` is one of d's vCPU threads (gone or not). */
+bool sched_dom_has_tid(const struct sched_dom *d, pid_t tid);
 /* sched_place.c: the other threads of domain d's process (s->lock held). */
 void sched_place_scan(struct sched *s, struct sched_dom *d);
 /* Give them back exactly (detach, exit). */

@@ -18,8 +18,8 @@
  * record is dropped (both would watch one tid). th->gone is written by
  * dispatchers: these run under the pool lock.
  */
-static bool
-managed(const struct sched_dom *d, pid_t tid)
+bool
+sched_dom_has_tid(const struct sched_dom *d, pid_t tid)
 {
     for (unsigned int i = 0; i < d->nr_threads; i++)
         if (d->threads[i]->act->tid == tid)
@@ -146,7 +146,7 @@ sched_dom_update(struct sched *s, const char *name, pid_t pid, const pid_t *tids
         int e;
 
         sched_pool_lock(d->sp);
-        known = managed(d, tids[i]);
+        known = sched_dom_has_tid(d, tids[i]);
         sched_pool_unlock(d->sp);
         if (known)
             continue;
