@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: ISC
 #
 # Install everything vcpusched needs from Debian 12's packages. Idempotent;
-# needs root. Used by both README commands and by .ci/run.
+# needs root. Used by both README commands (scripts/test.sh with --tests)
+# and by .ci/run.
 set -euo pipefail
 
 pkgs=(
@@ -26,6 +27,13 @@ pkgs=(
     # makes them do nothing)
     systemd dbus apparmor apparmor-utils
 )
+# --tests: what only the tests need. The metrics file scraped by Debian's
+# node_exporter and checked by promtool (the prometheus package's) in the
+# rig, where their services stay masked; on a host with systemd their
+# postinst starts them.
+if [ "${1:-}" = --tests ]; then
+    pkgs+=(prometheus-node-exporter prometheus)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: run as root (it installs packages)" >&2

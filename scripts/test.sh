@@ -68,7 +68,7 @@ case $mode in all) budget_total=1800 ;; quick) budget_total=600 ;; rig) budget_t
 trap report_stages EXIT
 
 stage deps 180
-./scripts/deps.sh
+./scripts/deps.sh --tests
 
 build_suite() { # name, extra cmake args...
     local dir="$top/build/$1"

@@ -138,7 +138,10 @@ esac
 # libvirt-guests would wait 300 s at poweroff for any nested guest left.
 mask="postgresql.service apt-daily.timer apt-daily-upgrade.timer man-db.timer dpkg-db-backup.timer
       e2scrub_all.timer e2scrub_reap.service fstrim.timer logrotate.timer systemd-timesyncd.service
-      libvirt-guests.service serial-getty@ttyS0.service getty@tty1.service"
+      libvirt-guests.service serial-getty@ttyS0.service getty@tty1.service prometheus.service
+      prometheus-node-exporter.service prometheus-node-exporter-apt.timer
+      prometheus-node-exporter-ipmitool-sensor.timer prometheus-node-exporter-mellanox-hca-temp.timer
+      prometheus-node-exporter-nvme.timer prometheus-node-exporter-smartmon.timer"
 # irqaffinity=0: device interrupts (virtiofs replies) on the housekeeping
 # CPU, as on a host whose other CPUs run vCPUs at real-time priorities.
 # no_timer_check: booting under TCG beside the sanitizer suites, the

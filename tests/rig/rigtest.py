@@ -59,8 +59,21 @@ class Spinner:
         self.proc.stdout.close()
 
 
-def run(*cmd, check=True, timeout=120):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+class Process:
+    """A helper process of a test (argv), stopped by the test's tearDown and
+    killed if the test dies."""
+
+    def __init__(self, argv):
+        self.proc = vstest.popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run(*cmd, check=True, timeout=120, stdin=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=stdin)
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stdout}{r.stderr}")
     return r

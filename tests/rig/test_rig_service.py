@@ -17,6 +17,7 @@ import signal
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import rigtest
 import vstest
@@ -258,6 +259,50 @@ class ServiceTest(unittest.TestCase):
         self.assertIn(f"watchdog: {trips + 1} trip(s) since boot", journal)
         self.assertEqual(ctl_json("stats")["watchdog"]["trips"], trips + 1)
         self.assertEqual(ctl_json("list")["domains"], [])
+
+    def test_metrics_served_by_node_exporter(self):
+        """The documented Prometheus set-up on the packaged unit: the
+        metrics file in node_exporter's textfile directory (writable under
+        ProtectSystem=strict through the unit's ReadWritePaths=), Debian's
+        prometheus-node-exporter serving it (a real client scraping the
+        file), `promtool check metrics` clean on it."""
+        textfile = "/var/lib/prometheus/node-exporter"
+        prom = os.path.join(textfile, "vcpusched.prom")
+        shipped = vstest.read(CONF)
+        try:
+            vstest.write(CONF, shipped + f"metrics-file {prom}\nmetrics-period 1\n")
+            systemctl("restart", rigtest.UNIT)  # metrics-file takes a restart
+            self.assertIsNotNone(vstest.wait_until(lambda: os.path.exists(prom), 30),
+                                 f"no {prom}: {self.journal_since(time.time() - 60)}")
+            exporter = rigtest.Process(["prometheus-node-exporter", "--web.listen-address",
+                                        "127.0.0.1:9109", "--collector.disable-defaults",
+                                        "--collector.textfile",
+                                        f"--collector.textfile.directory={textfile}"])
+            self.procs.append(exporter)
+            got = [""]
+
+            def scraped():
+                try:
+                    with urllib.request.urlopen("http://127.0.0.1:9109/metrics", timeout=5) as r:
+                        got[0] = r.read().decode()
+                except OSError:
+                    return False
+                return "vcpusched_uptime_seconds" in got[0]
+            self.assertIsNotNone(vstest.wait_until(scraped, 60, step=0.5),
+                                 f"node_exporter serves no vcpusched series: {got[0][-2000:]}")
+            series = sorted({line.split("{")[0].split(" ")[0] for line in got[0].splitlines()
+                             if line.startswith("vcpusched_")})
+            print(f"# node_exporter serves {len(series)} vcpusched series", flush=True)
+            self.assertIn("vcpusched_pool_info", series)
+            self.assertIn('node_textfile_scrape_error 0', got[0])
+            r = rigtest.run("promtool", "check", "metrics", check=False,
+                            stdin=vstest.read(prom))
+            print(f"# promtool check metrics: {r.returncode} {r.stdout}{r.stderr}", flush=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            vstest.write(CONF, shipped)
+            systemctl("restart", rigtest.UNIT)
+        self.assertFalse(os.path.exists(prom), "a stopped daemon left its metrics file")
 
 
 if __name__ == "__main__":
