@@ -466,9 +466,14 @@ act_park_hold(const struct act_park *p, char *hold, size_t len, char *err, size_
     snprintf(top, sizeof(top), "%s/" CGROUP_V1_PARK_DIR, p->mount);
     unhold_dead(top);
     r = cgroup_hold_dir(p->mount, getpid(), hold, len);
-    if (r == 0 &&
-        ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(hold, 0755) < 0 && errno != EEXIST)))
-        r = -errno;
+    /* A dying predecessor's guardian may remove the empty top in between: again. */
+    for (int tries = 3; r == 0 && tries > 0; tries--) {
+        if ((mkdir(top, 0755) < 0 && errno != EEXIST) || (mkdir(hold, 0755) < 0 && errno != EEXIST))
+            r = -errno;
+        if (r != -ENOENT || tries == 1)
+            break;
+        r = 0;
+    }
     if (r == 0) {
         snprintf(state, sizeof(state), "%s/freezer.state", hold);
         r = write_file(state, "FROZEN");
