@@ -32,7 +32,7 @@ import time
 import unittest
 
 import vstest
-from vstest import Daemon
+from vstest import MANAGED_CPU, Daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LV = os.path.join(HERE, "libvirtd-private.sh")
@@ -224,6 +224,20 @@ class LibvirtTest(unittest.TestCase):
         _, off = self.status_vcpus("vs-lv-off")
         for t in off:
             self.assertFalse(vstest.is_fifo(t), f"vs-lv-off thread {t} is SCHED_FIFO")
+        # Its QEMU's other threads, which libvirt lets run anywhere (no
+        # <emulatorpin> here), are kept off the pool's CPU while it is managed;
+        # those of the domain not opted in keep libvirt's affinity.
+        pid, vcpus = self.status_vcpus("vs-lv-on")
+        others = [t for t in vstest.threads_of(pid) if t not in vcpus]
+        for t in others:
+            self.assertNotIn(MANAGED_CPU, os.sched_getaffinity(t), f"vs-lv-on thread {t}")
+        kept = self.domain("vs-lv-on")["others"]
+        print(f"\n# vs-lv-on: {len(others)} other threads, kept off the pool: {kept}")
+        self.assertGreaterEqual(kept["kept_off"], 1, "libvirt let them on every CPU")
+        off_pid, off_vcpus = self.status_vcpus("vs-lv-off")
+        self.assertEqual({frozenset(os.sched_getaffinity(t)) for t in vstest.threads_of(off_pid)
+                          if t not in off_vcpus},
+                         {frozenset(os.sched_getaffinity(off_pid))})
 
     def set_meta(self, xml):
         self.virsh("metadata", "vs-lv-on", NS_URI, "--key", "vs", "--set", xml, "--live")
@@ -364,6 +378,12 @@ class LibvirtTest(unittest.TestCase):
         self.assertIsNotNone(t, "still attached after the metadata was removed")
         for t in tids + off:
             self.assertFalse(vstest.is_fifo(t))
+        # Detached: its QEMU's other threads have libvirt's affinity back.
+        pid, _ = self.status_vcpus("vs-lv-on")
+        for t in vstest.threads_of(pid):
+            if t not in tids:
+                self.assertEqual(os.sched_getaffinity(t), os.sched_getaffinity(pid), f"thread {t}")
+                self.assertIn(MANAGED_CPU, os.sched_getaffinity(t), f"thread {t}")
 
     def unattached(self):
         return {d["domain"]: d for d in self.daemon.json("stats")["libvirt_unattached"]["domains"]}
