@@ -134,11 +134,11 @@ place_one(struct sched *s, struct sched_dom *d, pid_t tid, const cpu_set_t *off)
     }
 }
 
-void
-sched_place_scan(struct sched *s, struct sched_dom *d)
+/* One domain against the reserved CPUs `off` (reserved_cpus). */
+static void
+place_scan(struct sched *s, struct sched_dom *d, const cpu_set_t *off)
 {
     pid_t *tids;
-    cpu_set_t off;
     unsigned int n = 0;
     bool moved;
     char err[128];
@@ -147,9 +147,8 @@ sched_place_scan(struct sched *s, struct sched_dom *d)
         return; /* no process of its own to look into */
     if (d->place == NULL && (d->place = calloc(1, sizeof(*d->place))) == NULL)
         return;
-    reserved_cpus(s, &off);
-    moved = !CPU_EQUAL(&off, &d->place->off);
-    d->place->off = off;
+    moved = !CPU_EQUAL(off, &d->place->off);
+    d->place->off = *off;
     if (moved) /* look at every thread again */
         d->place->nseen = d->place->npinned = 0;
     for (unsigned int i = 0; i < d->place->n;) {
@@ -160,7 +159,7 @@ sched_place_scan(struct sched *s, struct sched_dom *d)
             continue;
         }
         if (moved) /* the pools changed: off the new reserved CPUs too */
-            (void)act_keep_off_again(t, &off);
+            (void)act_keep_off_again(t, off);
         i++;
     }
     tids = malloc(PLACE_TASKS_MAX * sizeof(*tids));
@@ -177,12 +176,21 @@ sched_place_scan(struct sched *s, struct sched_dom *d)
         /* QEMU names vCPU threads "CPU n/KVM" ("CPU n/TCG"): a hot-plugged one is ours soon. */
         if (act_read_comm(d->pid, tids[i], comm, sizeof(comm)) < 0 || strncmp(comm, "CPU ", 4) == 0)
             continue;
-        if (act_affinity_meets(tids[i], &off) > 0)
-            place_one(s, d, tids[i], &off);
+        if (act_affinity_meets(tids[i], off) > 0)
+            place_one(s, d, tids[i], off);
         else
             tid_add(p->seen, &p->nseen, SCHED_PLACE_TIDS_MAX, tids[i]);
     }
     free(tids);
+}
+
+void
+sched_place_scan(struct sched *s, struct sched_dom *d)
+{
+    cpu_set_t off;
+
+    reserved_cpus(s, &off);
+    place_scan(s, d, &off);
 }
 
 void
@@ -203,9 +211,11 @@ void
 sched_place_all(struct sched *s)
 {
     struct sched_dom *d;
+    cpu_set_t off;
 
     pthread_mutex_lock(&s->lock);
+    reserved_cpus(s, &off); /* once for every domain */
     TAILQ_FOREACH(d, &s->doms, link)
-    sched_place_scan(s, d);
+    place_scan(s, d, &off);
     pthread_mutex_unlock(&s->lock);
 }

@@ -158,9 +158,9 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
         goto out;
     }
     r = daemon_libvirt_threads(d, name, &pid, tids, &n, own, false, err, errlen);
+    m = m != NULL ? m : own;
     if (r < 0)
         goto out;
-    m = m != NULL ? m : own;
     r = 1;
     if (!m->present)
         goto out;
@@ -174,6 +174,7 @@ lv_attach(struct daemon_ctx *d, const char *name, const struct libvirt_meta *m, 
     if (r == 0)
         lv_note(name, st);
 out:
+    /* m: the metadata that applies (NULL when out of memory before the look-up). */
     m = m != NULL ? m : own;
     /* EEXIST: attached meanwhile (the hook and the watcher race at a start). */
     if (r < 0 && r != -EEXIST && m != NULL && m->present)
