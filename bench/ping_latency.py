@@ -14,6 +14,10 @@ CPU 0. Backgrounds:
   net      netload -> netsink, iperf3 TCP at --net-rate Mbit/s
   netmax   the same, unlimited (flat out)
   burst    2 burst VMs (sleep, wake, compute: --burst RUN_MS:SLEEP_MS)
+  cpu-nopin  the cpu background with no VM's emulator threads pinned (no
+           `<emulatorpin>`): QEMU's other threads may run on CPU 1, and
+           only the daemon keeps them off while it manages the VM (not in
+           the default list; `--backgrounds cpu,cpu-nopin` compares them)
 
 Rows (--schedulers, see bench/ping_rows.py): vcpusched policies and the
 stock kernel with the operator's knobs. By default (--mode libvirt) every
@@ -59,7 +63,8 @@ from ping_vms import (HOUSEKEEPING, MANAGED, LibvirtHost, QemuHost, log, run, se
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 VM = os.path.join(SRC, "vm-images")
 LOCK = "/run/lock/vcpusched-test.lock"
-BACKGROUNDS = ("none", "cpu", "net", "netmax", "burst")
+DEFAULT_BACKGROUNDS = ("none", "cpu", "net", "netmax", "burst")
+BACKGROUNDS = DEFAULT_BACKGROUNDS + ("cpu-nopin",)
 DEFAULT_ROWS = ("kernel", "kernel@@nice=19", "kernel@@sched=idle", "kernel@@shares=2",
                 "kernel@sched=fifo:1", "credit", "credit:tslice_ms=5", "credit@@cap=25",
                 "credit2", "credit2@@class=background", "rr")
@@ -144,6 +149,7 @@ class Bench:
         self.kernel, self.initrd = img["VS_KERNEL"], img["VS_INITRD"]
         self.host = None
         self.guests = {}
+        self.pin = True  # emulator threads on HOUSEKEEPING (cpu-nopin: not)
         self.port = 42000
         self.rt_before = self.read_rt()
         self.rt_seen = set()
@@ -170,7 +176,7 @@ class Bench:
     # --- guests -------------------------------------------------------------------
 
     def start(self, key, name, role, **kw):
-        g = self.host.start(self.a.prefix + name, role, **kw)
+        g = self.host.start(self.a.prefix + name, role, pin=self.pin, **kw)
         self.guests[key] = g
         return g
 
@@ -214,8 +220,9 @@ class Bench:
 
     def background(self, kind):
         self.link = self.ports()
+        self.pin = kind != "cpu-nopin"
         bg = {}
-        if kind == "cpu":
+        if kind in ("cpu", "cpu-nopin"):
             for i in range(self.a.hogs):
                 bg[f"hog{i}"] = dict(role="hog")
         elif kind == "burst":
@@ -325,7 +332,8 @@ class Bench:
         doms = self.host.daemon.domains()
         for k, g in self.guests.items():
             pol, prio, nice = thread_sched(g.vcpus()[0])
-            s = {"sched": pol, "rt_prio": prio, "nice": nice}
+            s = {"sched": pol, "rt_prio": prio, "nice": nice,
+                 "others_on_managed": others_on(g, int(MANAGED))}
             if g.name in doms:
                 s["vcpusched"] = {"policy": doms[g.name]["policy"],
                                   "class": param_of(doms[g.name], "class"),
@@ -530,6 +538,16 @@ class Bench:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def others_on(g, cpu):
+    """How many of a guest's non-vCPU threads may run on `cpu`: 0 when
+    `<emulatorpin>` or the daemon keeps them off it."""
+    n = 0
+    for t in g.others():
+        with contextlib.suppress(OSError):
+            n += cpu in os.sched_getaffinity(t)
+    return n
+
+
 def param_of(dom, key):
     """A domain parameter as the daemon lists it (the class is a field)."""
     if key == "class":
@@ -630,7 +648,8 @@ def main():
                    help="space-separated rows POLICY[:POOL_PARAMS][@PINGPONG[@BG]] "
                         "(bench/ping_rows.py), e.g. 'credit:tslice_ms=5', 'credit@@cap=25', "
                         "'kernel@@nice=19', 'kernel@sched=fifo:1'")
-    p.add_argument("--backgrounds", default=",".join(BACKGROUNDS))
+    p.add_argument("--backgrounds", default=",".join(DEFAULT_BACKGROUNDS),
+                   help=f"comma-separated, of {', '.join(BACKGROUNDS)}")
     p.add_argument("--rt-runtime-us", type=int, default=None,
                    help="sched_rt_runtime_us while vcpuschedd runs (restored after); default: "
                         "left as the kernel has it (-1, throttling off, only on a kernel with "

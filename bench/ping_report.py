@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LOADED = ("cpu", "net", "netmax", "burst")
+LOADED = ("cpu", "net", "netmax", "burst", "cpu-nopin")
 
 
 def pct(xs, p):
@@ -88,7 +88,11 @@ def markdown(res, a, rows, meta, tail, plots):
          f"{a.interval * 1000:g} ms, the first {a.warmup} after each switch of row dropped. "
          "All repetitions pooled per cell; rows rotated per repetition.",
          "- Guests: 1 vCPU, 128 MB each; every vCPU thread on CPU 1 (`<vcpupin>`), every "
-         "emulator thread on CPU 0 (`<emulatorpin>`). vcpuschedd: `--cpus 1 --pattern shared"
+         "emulator thread on CPU 0 (`<emulatorpin>`)"
+         + (", except in `cpu-nopin`: no `<emulatorpin>`, QEMU's other threads kept off CPU 1 "
+            "only by the daemon while it manages the VM (`others_on_managed`: how many of a "
+            "guest's may run there)" if "cpu-nopin" in a.backgrounds else "")
+         + ". vcpuschedd: `--cpus 1 --pattern shared"
          + (f" --rt-runtime-us {a.rt_runtime_us}" if a.rt_runtime_us is not None else "")
          + "`, pool `main`, one daemon per block.",
          f"- Backgrounds: {', '.join(a.backgrounds)}; cpu/burst: {a.hogs} VMs, burst "
@@ -168,7 +172,27 @@ def goals(res, a, rows, tail):
             L.append(f"| credit (defaults) p99 ≥ 5 × its no-background p99 ({c1:.2f} ms): "
                      f"the pathology reproduced | {bg} | {p:.2f} ms = {p / c1:.2f}× | "
                      f"{verdict(p >= 5 * c1, tail, 'credit', bg)} |")
-    return L + class_table(res, a, rows)
+    return L + nopin_goals(res, a, rows, tail) + class_table(res, a, rows)
+
+
+def nopin_goals(res, a, rows, tail):
+    """Without `<emulatorpin>` the daemon keeps QEMU's other threads off
+    the managed CPU itself (issue 19): a vcpusched row's tail as with it."""
+    if not {"cpu", "cpu-nopin"} <= set(a.backgrounds):
+        return []
+    L = []
+    for r in rows:
+        if not r.vcpusched:
+            continue
+        p, q = cell_p99(res, r.spec, "cpu-nopin"), cell_p99(res, r.spec, "cpu")
+        if not (p and q):
+            continue
+        st = res[r.spec]["cpu-nopin"]["settings"] or {}
+        on = sum(v.get("others_on_managed", 0) for v in st.values())
+        L.append(f"| {r.label()} p99 without `<emulatorpin>` ≤ 1.2 × with it ({q:.2f} ms); "
+                 f"QEMU threads that may run on CPU 1: {on} | cpu-nopin | {p:.2f} ms = "
+                 f"{p / q:.2f}× | {verdict(p <= 1.2 * q and on == 0, tail, r.spec, 'cpu-nopin')} |")
+    return L
 
 
 def class_table(res, a, rows):

@@ -195,7 +195,9 @@ class QemuHost:
                              + args, os.path.join(self.b.dir, "vcpuschedd.log"))
         return self.daemon
 
-    def start(self, name, role, meta=None, vcpusched=None, **kw):
+    def start(self, name, role, meta=None, vcpusched=None, pin=True, **kw):
+        """A QEMU, vCPU on MANAGED; the whole process on HOUSEKEEPING first
+        when `pin` (what libvirt's `<emulatorpin>` does), else unpinned."""
         serial = os.path.join(self.b.dir, f"{name}.log")
         pidfile = os.path.join(self.b.dir, f"{name}.pid")
         qmp = os.path.join(self.b.dir, f"{name}.qmp")
@@ -204,8 +206,9 @@ class QemuHost:
                 os.unlink(f)
         args = [os.path.join(VM, "run-guest"), "--name", name, "--role", role,
                 "--serial", serial, "--pidfile", pidfile, "--qmp", qmp, "--smp", "1",
-                "--mem", "128", "--accel", self.b.accel, "--cpu-affinity", HOUSEKEEPING,
+                "--mem", "128", "--accel", self.b.accel,
                 "--vcpu-affinity", MANAGED, "--kernel", self.b.kernel, "--initrd", self.b.initrd]
+        args += ["--cpu-affinity", HOUSEKEEPING] if pin else []
         args += guest_args(kw)
         pid = int(run(args).stdout.split()[-1])
         g = Guest(name, role, serial, pid, dict(kw, qmp=qmp, pidfile=pidfile,
@@ -359,15 +362,18 @@ class LibvirtHost:
                              + args, os.path.join(self.b.dir, "vcpuschedd.log"))
         return self.daemon
 
-    def start(self, name, role, meta=None, vcpusched=None, **kw):
+    def start(self, name, role, meta=None, vcpusched=None, pin=True, **kw):
+        """A domain, vCPU on MANAGED; its emulator threads on HOUSEKEEPING
+        (`<emulatorpin>`) when `pin`, else unpinned."""
         serial = os.path.join(self.b.dir, f"{name}.log")
         if os.path.exists(serial):
             os.unlink(serial)
         xml = os.path.join(self.b.dir, f"{name}.xml")
         args = [os.path.join(VM, "mkdomxml"), "--name", name, "--role", role,
                 "--serial", serial, "--smp", "1", "--mem", "128", "--accel", self.b.accel,
-                "--emulator-cpus", HOUSEKEEPING, "--vcpu-cpus", MANAGED,
+                "--vcpu-cpus", MANAGED,
                 "--kernel", self.b.kernel, "--initrd", self.b.initrd, "-o", xml]
+        args += ["--emulator-cpus", HOUSEKEEPING] if pin else []
         args += guest_args(kw)
         if meta is not None:
             args += ["--vs-sched", " ".join(f"{k}={v}" for k, v in dict(pool="main", **meta).items())]
