@@ -448,6 +448,12 @@ class DaemonTest(unittest.TestCase):
             lambda: d.json("stats")["pools"][0]["foreign_threads"] >= 1, 3), d.json("stats"))
         self.assertNotRegex(d.read_log(), rf"thread {hog.pid} \(")
         self.assertIn("does not schedule runnable on its CPUs", d.ctl("stats").stdout)
+        # What the walks cost, and the pause it sets: 2 s, or 100 walks, at most 60 s.
+        scan = d.json("stats")["foreign_scan"]
+        print(f"# walks of /proc: {scan}", flush=True)
+        self.assertGreaterEqual(scan["scans"], 1)
+        self.assertGreaterEqual(scan["max_us"], scan["last_us"])
+        self.assertEqual(scan["gap_ms"], max(2000, min(60000, scan["last_us"] // 1000 * 100)))
 
     # --- threads that vanish ---------------------------------------------------
 

@@ -138,10 +138,17 @@ void sched_place_all(struct sched *s);
 /*
  * Count, per pool, the user threads not ours that /proc shows runnable on
  * its CPUs (stats: foreign_threads, foreign_sightings), and say each new
- * one through cfg.warn. Every two seconds from the control loop
+ * one through cfg.warn. From the control loop; returns the milliseconds to
+ * wait before the next scan, sched_foreign_gap_ms of this one's duration
  * (core/sched_foreign.c).
  */
-void sched_foreign_scan(struct sched *s);
+unsigned int sched_foreign_scan(struct sched *s);
+/*
+ * The pause after a walk of /proc that took `scan_ns`: every 2 s while a
+ * walk is cheap, else 100 times the walk (1 % of the control thread, on a
+ * host with tens of thousands of threads), at most a minute.
+ */
+unsigned int sched_foreign_gap_ms(uint64_t scan_ns);
 /*
  * After lost events (a full ring), re-read every managed thread's state
  * from /proc and correct the policies' view. Returns threads corrected.

@@ -4,10 +4,11 @@
  * schedule: a VM not opted in, a service, a QEMU thread pinned there. Next
  * to the vCPUs at SCHED_FIFO such a thread gets only what real-time
  * throttling leaves, so the operator must hear of it: each scan (every two
- * seconds, from the control loop) counts, per pool, the user threads /proc
- * shows runnable on its CPUs that are not the daemon's or a managed vCPU,
- * and says each new one once. Kernel threads are left out: the per-CPU
- * ones cannot move, and the kernel's own throttling serves them.
+ * seconds from the control loop, less often where a walk of /proc is dear)
+ * counts, per pool, the user threads /proc shows runnable on its CPUs that
+ * are not the daemon's or a managed vCPU, and says each new one once.
+ * Kernel threads are left out: the per-CPU ones cannot move, and the
+ * kernel's own throttling serves them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,20 @@
 #include "host/discover.h"
 #include "sched_priv.h"
 
-#define FOREIGN_MAX 1024 /* threads one scan reports at most */
+#define FOREIGN_MAX     1024  /* threads one scan reports at most */
+#define FOREIGN_GAP_MS  2000  /* between scans: a busy thread is reported within this */
+#define FOREIGN_GAP_MAX 60000 /* however dear a walk: never blind for longer */
+#define FOREIGN_COST    100   /* the pause is at least this many times the walk */
+
+unsigned int
+sched_foreign_gap_ms(uint64_t scan_ns)
+{
+    uint64_t ms = scan_ns / 1000000 * FOREIGN_COST;
+
+    return ms < FOREIGN_GAP_MS    ? FOREIGN_GAP_MS
+           : ms > FOREIGN_GAP_MAX ? FOREIGN_GAP_MAX
+                                  : (unsigned int)ms;
+}
 
 static int
 tid_cmp(const void *a, const void *b)
@@ -71,7 +85,7 @@ pool_at(const int *pool_of, int cpu)
  * pools and managed threads are taken first, the counts written back to
  * the pools of the same names after.
  */
-void
+unsigned int
 sched_foreign_scan(struct sched *s)
 {
     struct discover_runnable *found = malloc(FOREIGN_MAX * sizeof(*found));
@@ -79,6 +93,8 @@ sched_foreign_scan(struct sched *s)
     char names[SCHED_MAX_POOLS][VS_NAME_SIZE];
     unsigned int counts[SCHED_MAX_POOLS] = {0}, npools, nmanaged = 0;
     pid_t self = getpid(), *managed = NULL;
+    uint64_t t0 = sched_now(), took;
+    unsigned int gap;
     cpu_set_t cpus;
     int n = 0;
 
@@ -101,6 +117,7 @@ sched_foreign_scan(struct sched *s)
     if (managed == NULL || CPU_COUNT(&cpus) == 0)
         goto out;
     n = discover_runnable_on(&cpus, found, FOREIGN_MAX);
+    took = sched_now() - t0;
 
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < n && i < FOREIGN_MAX; i++) {
@@ -131,9 +148,19 @@ sched_foreign_scan(struct sched *s)
         sp->st.foreign_seen += counts[k];
         sched_pool_unlock(sp);
     }
+    s->foreign_scan.scans++;
+    s->foreign_scan.last_ns = took;
+    if (took > s->foreign_scan.max_ns)
+        s->foreign_scan.max_ns = took;
+    s->foreign_scan.gap_ms = gap = sched_foreign_gap_ms(took);
     pthread_mutex_unlock(&s->lock);
+    free(managed);
+    free(pool_of);
+    free(found);
+    return gap;
 out:
     free(managed);
     free(pool_of);
     free(found);
+    return FOREIGN_GAP_MS;
 }

@@ -308,6 +308,23 @@ events_json(struct sched *s)
     return o;
 }
 
+/* The walks of /proc for threads not ours on the pools' CPUs (sched_foreign.c). */
+static struct json_object *
+foreign_scan_json(struct sched *s)
+{
+    struct json_object *o = json_object_new_object();
+
+    pthread_mutex_lock(&s->lock);
+    json_object_object_add(o, "scans", json_object_new_int64((int64_t)s->foreign_scan.scans));
+    json_object_object_add(o, "last_us",
+                           json_object_new_int64((int64_t)(s->foreign_scan.last_ns / 1000)));
+    json_object_object_add(o, "max_us",
+                           json_object_new_int64((int64_t)(s->foreign_scan.max_ns / 1000)));
+    json_object_object_add(o, "gap_ms", json_object_new_int((int)s->foreign_scan.gap_ms));
+    pthread_mutex_unlock(&s->lock);
+    return o;
+}
+
 struct json_object *
 sched_json_stats(struct sched *s)
 {
@@ -326,6 +343,7 @@ sched_json_stats(struct sched *s)
     if (rt_runtime_read(&rt) == 0)
         json_object_object_add(o, "rt_runtime_us", json_object_new_int64(rt));
     json_object_object_add(o, "managed_threads", json_object_new_int(statefile_count(s->sf)));
+    json_object_object_add(o, "foreign_scan", foreign_scan_json(s));
     return o;
 }
 

@@ -188,6 +188,10 @@ struct sched {
     bool dstarted;
     pid_t foreign_said[SCHED_FOREIGN_SAID]; /* threads sched_foreign_scan logged, a ring */
     unsigned int foreign_next;
+    struct {
+        uint64_t scans, last_ns, max_ns; /* walks of /proc and what they took */
+        unsigned int gap_ms;             /* the pause after the last one */
+    } foreign_scan;
     atomic_int fault; /* test builds: enum sched_fault (dispatch_fault.c) */
     atomic_int fault_cpu;
 };

@@ -63,6 +63,7 @@ struct daemon {
     cpu_set_t guard_cpus;           /* where the guardian is pinned */
     char park_hold[CGROUP_DIR_MAX]; /* our v1 hold group (act_park_hold), or "" */
     unsigned int ticks;             /* housekeeping ticks so far */
+    unsigned int foreign_at;        /* the tick of the next sched_foreign_scan */
     uint64_t wd_usec;               /* the service manager's watchdog interval (0: none) */
     bool wd_stale;                  /* a dispatcher's heartbeat was too old: said once */
 #if VCPUSCHED_FAULTS
@@ -480,9 +481,9 @@ housekeeping(struct daemon *d)
         sched_sample_waits(d->ctx.sched);
         sched_place_all(d->ctx.sched);
     }
-    /* Every two seconds: what else runs on the pools' CPUs (a walk of /proc). */
-    if (d->ticks % (2000 / HOUSEKEEPING_PERIOD_MS) == 0)
-        sched_foreign_scan(d->ctx.sched);
+    /* What else runs on the pools' CPUs (a walk of /proc): every 2 s, or paced by its cost. */
+    if (d->ticks >= d->foreign_at)
+        d->foreign_at = d->ticks + sched_foreign_scan(d->ctx.sched) / HOUSEKEEPING_PERIOD_MS;
     n = sched_reap(d->ctx.sched);
     if (n > 0)
         log_info("detached %d domain(s) whose threads all exited", n);
