@@ -286,8 +286,12 @@ drain_one(void *arg, const struct events_rec *r)
 
 /*
  * Drain the event ring (one dispatcher at a time; the others carry on:
- * whoever holds it delivers their events and kicks them). Returns the
- * number of records, or -EAGAIN if another dispatcher was draining.
+ * whoever holds it delivers their events and kicks them). The kicks too
+ * are made under ev_lock: a pool found by a record is freed only once its
+ * destroyer has taken ev_lock after the pool's last thread left
+ * (sched_core.c), so no kick reaches a pool freed, or fds closed, meanwhile.
+ * Returns the number of records, or -EAGAIN if another dispatcher was
+ * draining.
  */
 static int
 drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
@@ -298,12 +302,12 @@ drain_events(struct sched *s, uint64_t now, struct sched_cpu *self)
     if (pthread_mutex_trylock(&s->ev_lock) != 0)
         return -EAGAIN;
     n = events_poll(s->ev, now, drain_one, &c);
-    pthread_mutex_unlock(&s->ev_lock);
     for (unsigned int k = 0; k < c.nr; k++) {
         if (self != NULL && c.pools[k] == self->sp)
             cpuset_clear(&c.kick[k], self->index); /* we decide right after */
         dispatch_kick(c.pools[k], &c.kick[k]);
     }
+    pthread_mutex_unlock(&s->ev_lock);
     return n;
 }
 

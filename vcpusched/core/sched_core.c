@@ -110,9 +110,17 @@ sched_dom_find(struct sched *s, const char *name)
     return NULL;
 }
 
+/*
+ * Free a pool whose threads have all left and whose dispatchers stopped.
+ * A dispatcher of another pool may still hold it from a record drained
+ * before its last thread left: drains kick under ev_lock (dispatch.c), so
+ * taking ev_lock once waits for that kick to be made.
+ */
 static void
-pool_free(struct sched_pool *sp)
+pool_free(struct sched *s, struct sched_pool *sp)
 {
+    pthread_mutex_lock(&s->ev_lock);
+    pthread_mutex_unlock(&s->ev_lock);
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
         if (sp->cpus[i].kick_fd >= 0)
             close(sp->cpus[i].kick_fd);
@@ -224,7 +232,7 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
         r = dispatch_start(sp, err, errlen);
     if (r < 0) {
         pool_fini(&sp->pool, sched_now());
-        pool_free(sp);
+        pool_free(s, sp);
         goto out;
     }
     s->pools[s->nr_pools++] = sp;
@@ -286,7 +294,7 @@ sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen)
     memmove(&s->pools[i], &s->pools[i + 1], (s->nr_pools - i - 1) * sizeof(s->pools[0]));
     s->nr_pools--;
     pool_fini(&sp->pool, sched_now());
-    pool_free(sp);
+    pool_free(s, sp);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -722,7 +730,7 @@ sched_destroy(struct sched *s)
     for (unsigned int i = 0; i < s->nr_pools; i++) {
         dispatch_stop(s->pools[i]);
         pool_fini(&s->pools[i]->pool, sched_now());
-        pool_free(s->pools[i]);
+        pool_free(s, s->pools[i]);
     }
     s->nr_pools = 0;
     pthread_mutex_unlock(&s->lock);
