@@ -94,7 +94,7 @@ sched_foreign_scan(struct sched *s)
     unsigned int counts[SCHED_MAX_POOLS] = {0}, npools, nmanaged = 0;
     pid_t self = getpid(), *managed = NULL;
     uint64_t t0 = sched_now(), took;
-    unsigned int gap;
+    unsigned int gap = FOREIGN_GAP_MS;
     cpu_set_t cpus;
     int n = 0;
 
@@ -154,13 +154,9 @@ sched_foreign_scan(struct sched *s)
         s->foreign_scan.max_ns = took;
     s->foreign_scan.gap_ms = gap = sched_foreign_gap_ms(took);
     pthread_mutex_unlock(&s->lock);
-    free(managed);
-    free(pool_of);
-    free(found);
-    return gap;
 out:
     free(managed);
     free(pool_of);
     free(found);
-    return FOREIGN_GAP_MS;
+    return gap;
 }

@@ -8,9 +8,10 @@
  * SCHED_FIFO dispatchers wait on it) guards its pool layer, its threads'
  * event state and its actuation state; a dispatcher does not queue on it
  * while the control path waits (ctl_waiting). s->ev_lock lets one dispatcher at a
- * time drain the event ring; it is never taken while holding a pool lock,
- * and a thread record is freed only under it, after its events are
- * unwatched.
+ * time drain the event ring and kick the pools its records name; it is
+ * never taken while holding a pool lock. A thread record is freed only
+ * under it, after its events are unwatched, and a pool only after taking
+ * it, so no drain still names a pool being freed.
  */
 #ifndef VCPUSCHED_SCHED_PRIV_H
 #define VCPUSCHED_SCHED_PRIV_H
