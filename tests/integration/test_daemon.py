@@ -374,15 +374,16 @@ class DaemonTest(unittest.TestCase):
 
     # --- the threads vcpusched does not schedule ---------------------------------
 
-    def bare_qemu(self, d, name):
+    def bare_qemu(self, d, name, extra=()):
         """A bare QEMU (no guest) allowed on every CPU, as an unpinned VM on a
-        host: (pid, QMP socket, its threads other than the vCPU's)."""
+        host, with `extra` arguments: (pid, QMP socket, its threads other
+        than the vCPU's)."""
         pidfile, qmp = os.path.join(d.dir, f"{name}.pid"), os.path.join(d.dir, f"{name}.qmp")
         every = set(range(os.cpu_count()))
         subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-machine", "pc", "-display",
                         "none", "-nodefaults", "-m", "64", "-smp", "1", "-name",
                         f"{name},debug-threads=on", "-qmp", f"unix:{qmp},server=on,wait=off",
-                        "-daemonize", "-pidfile", pidfile], check=True, capture_output=True,
+                        "-daemonize", "-pidfile", pidfile, *extra], check=True, capture_output=True,
                        preexec_fn=lambda: os.sched_setaffinity(0, every))
         pid = int(vstest.read(pidfile))
         self.addCleanup(lambda: os.path.exists(f"/proc/{pid}") and os.kill(pid, signal.SIGKILL))
@@ -427,6 +428,57 @@ class DaemonTest(unittest.TestCase):
         self.assertIsNotNone(vstest.wait_until(
             lambda: all(os.sched_getaffinity(t) == every for t in others), vstest.stretch(1.0)),
             "the guardian did not give the affinities back")
+
+    @staticmethod
+    def vhost_workers(pid):
+        """QEMU pid's vhost workers: its threads named vhost-<pid> (Linux
+        6.4 on) and kthreadd's children of that name (before)."""
+        name = f"vhost-{pid}"
+        found = [t for t in vstest.threads_of(pid)
+                 if vstest.read(f"/proc/{pid}/task/{t}/comm").strip() == name]
+        for k in vstest.read("/proc/2/task/2/children").split():
+            try:
+                if vstest.read(f"/proc/{k}/comm").strip() == name:
+                    found.append(int(k))
+            except OSError:
+                pass  # gone meanwhile
+        return found
+
+    def test_vhost_workers_kept_off_managed_cpus(self):
+        """A QEMU with a vhost-net device: its vhost worker (a kernel
+        thread before Linux 6.4, as on Debian 12's kernel in the rig; a
+        thread of the QEMU since) is kept off the pool's CPU while the
+        domain is managed, and given its affinity back at detach and, after
+        kill -9, by the guardian."""
+        if not os.path.exists("/dev/vhost-net"):
+            subprocess.run(["modprobe", "-q", "vhost_net"], capture_output=True)
+        if not os.path.exists("/dev/vhost-net") or not os.path.exists("/dev/net/tun"):
+            self.skipTest("no /dev/vhost-net or /dev/net/tun here (the rig has both)")
+        d = self.daemon(policy="credit")
+        every, rest = set(range(os.cpu_count())), set(range(os.cpu_count())) - {MANAGED_CPU}
+        tap = f"vst{os.getpid() % 100000}"
+        netdev = f"tap,id=n0,ifname={tap},script=no,downscript=no,vhost=on"
+        pid, qmp, _ = self.bare_qemu(d, "vh", ["-netdev", netdev,
+                                             "-device", "virtio-net-pci,netdev=n0"])
+        workers = self.vhost_workers(pid)
+        self.assertTrue(workers, f"QEMU {pid} has no vhost worker")
+        kthreads = [t for t in workers if t not in vstest.threads_of(pid)]
+        print(f"# vhost workers of QEMU {pid}: {workers}, kernel threads: {kthreads}", flush=True)
+        for t in workers:
+            self.assertEqual(os.sched_getaffinity(t), every, f"vhost worker {t} before attach")
+        d.ctl("attach", "vh", "--qmp", qmp)
+        for t in workers:
+            self.assertEqual(os.sched_getaffinity(t), rest, f"vhost worker {t} while managed")
+        d.ctl("detach", "vh")
+        for t in workers:
+            self.assertEqual(os.sched_getaffinity(t), every, f"vhost worker {t} after detach")
+        d.ctl("attach", "vh", "--qmp", qmp)
+        for t in workers:
+            self.assertEqual(os.sched_getaffinity(t), rest, f"vhost worker {t} attached again")
+        d.kill9()
+        self.assertIsNotNone(vstest.wait_until(
+            lambda: all(os.sched_getaffinity(t) == every for t in workers), vstest.stretch(1.0)),
+            "the guardian did not give the vhost workers' affinity back")
 
     def test_unmanaged_busy_thread_on_a_pool_cpu_is_reported(self):
         """A busy process vcpusched does not schedule, on the pool's CPU

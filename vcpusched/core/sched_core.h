@@ -138,9 +138,10 @@ void sched_place_all(struct sched *s);
 /*
  * Count, per pool, the user threads not ours that /proc shows runnable on
  * its CPUs (stats: foreign_threads, foreign_sightings), and say each new
- * one through cfg.warn. From the control loop; returns the milliseconds to
- * wait before the next scan, sched_foreign_gap_ms of this one's duration
- * (core/sched_foreign.c).
+ * one through cfg.warn; keep the managed domains' vhost kernel threads
+ * (before Linux 6.4) off those CPUs. From the control loop; returns the
+ * milliseconds to wait before the next scan, sched_foreign_gap_ms of this
+ * one's duration (core/sched_foreign.c).
  */
 unsigned int sched_foreign_scan(struct sched *s);
 /*

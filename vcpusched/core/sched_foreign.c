@@ -8,7 +8,9 @@
  * counts, per pool, the user threads /proc shows runnable on its CPUs that
  * are not the daemon's or a managed vCPU, and says each new one once.
  * Kernel threads are left out: the per-CPU ones cannot move, and the
- * kernel's own throttling serves them.
+ * kernel's own throttling serves them. The same pass finds the vhost
+ * workers that are kernel threads (before Linux 6.4) and has them kept off
+ * the pools' CPUs with their QEMU's other threads (sched_place.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include "sched_priv.h"
 
 #define FOREIGN_MAX     1024  /* threads one scan reports at most */
+#define FOREIGN_VHOST   4096  /* vhost kernel threads one scan keeps off the pools at most */
 #define FOREIGN_GAP_MS  2000  /* between scans: a busy thread is reported within this */
 #define FOREIGN_GAP_MAX 60000 /* however dear a walk: never blind for longer */
 #define FOREIGN_COST    100   /* the pause is at least this many times the walk */
@@ -89,6 +92,7 @@ unsigned int
 sched_foreign_scan(struct sched *s)
 {
     struct discover_runnable *found = malloc(FOREIGN_MAX * sizeof(*found));
+    struct discover_vhost *vhost = malloc(FOREIGN_VHOST * sizeof(*vhost));
     int *pool_of = malloc(CPU_SETSIZE * sizeof(*pool_of));
     char names[SCHED_MAX_POOLS][VS_NAME_SIZE];
     unsigned int counts[SCHED_MAX_POOLS] = {0}, npools, nmanaged = 0;
@@ -96,9 +100,9 @@ sched_foreign_scan(struct sched *s)
     uint64_t t0 = sched_now(), took;
     unsigned int gap = FOREIGN_GAP_MS;
     cpu_set_t cpus;
-    int n = 0;
+    int n = 0, nvhost;
 
-    if (found == NULL || pool_of == NULL)
+    if (found == NULL || vhost == NULL || pool_of == NULL)
         goto out;
     pthread_mutex_lock(&s->lock);
     CPU_ZERO(&cpus);
@@ -117,6 +121,7 @@ sched_foreign_scan(struct sched *s)
     if (managed == NULL || CPU_COUNT(&cpus) == 0)
         goto out;
     n = discover_runnable_on(&cpus, found, FOREIGN_MAX);
+    nvhost = discover_vhost_kthreads(vhost, FOREIGN_VHOST);
     took = sched_now() - t0;
 
     pthread_mutex_lock(&s->lock);
@@ -138,6 +143,8 @@ sched_foreign_scan(struct sched *s)
                  names[k], (int)r->tid, r->comm, (int)r->pid, r->cpu);
         s->cfg.warn(msg);
     }
+    if (nvhost > 0) /* vhost workers that are kernel threads (before Linux 6.4) */
+        sched_place_vhost(s, vhost, nvhost < FOREIGN_VHOST ? (unsigned int)nvhost : FOREIGN_VHOST);
     for (unsigned int k = 0; k < npools; k++) {
         struct sched_pool *sp = sched_pool_find(s, names[k]);
 
@@ -157,6 +164,7 @@ sched_foreign_scan(struct sched *s)
 out:
     free(managed);
     free(pool_of);
+    free(vhost);
     free(found);
     return gap;
 }

@@ -12,7 +12,10 @@
  *
  * Found by a scan of /proc/<pid>/task at attach and every second: a thread
  * created in between inherits its creator's narrowed affinity, unless a
- * vCPU thread created it. A thread the operator pinned to managed CPUs
+ * vCPU thread created it. Before Linux 6.4 the vhost workers are kernel
+ * threads ("vhost-<pid>", discover_vhost_kthreads), not threads of the
+ * process: looked for at attach and at every foreign-thread scan
+ * (sched_foreign.c), and kept off the same way. A thread the operator pinned to managed CPUs
  * only (affinity or cgroup cpuset, e.g. <emulatorpin> on pool CPUs) is
  * left as it is and said once. Control path only (s->lock held).
  */
@@ -25,6 +28,7 @@
 #include "sched_priv.h"
 
 #define PLACE_TASKS_MAX 4096 /* threads of one process looked at */
+#define PLACE_VHOST_MAX 4096 /* vhost kernel threads of a host looked at */
 
 /* The CPUs no other thread of a managed process may use. */
 static void
@@ -95,9 +99,9 @@ say(const struct sched *s, const char *msg)
         s->cfg.warn(msg);
 }
 
-/* Keep thread `tid` off `off`: a slot, then the change (write-ahead). */
+/* Keep thread `tid` of process `pid` off `off`: a slot, then the change (write-ahead). */
 static void
-place_one(struct sched *s, struct sched_dom *d, pid_t tid, const cpu_set_t *off)
+place_one(struct sched *s, struct sched_dom *d, pid_t pid, pid_t tid, const cpu_set_t *off)
 {
     struct sched_place *p = d->place;
     char comm[32] = "?", err[160] = "", msg[512];
@@ -114,7 +118,7 @@ place_one(struct sched *s, struct sched_dom *d, pid_t tid, const cpu_set_t *off)
         p->full_said = true;
         return;
     }
-    r = act_keep_off(statefile_act(s->sf, slot), d->pid, tid, off, err, sizeof(err));
+    r = act_keep_off(statefile_act(s->sf, slot), pid, tid, off, err, sizeof(err));
     if (r > 0 && placed_add(p, slot) == 0) {
         p->kept_off++;
         return;
@@ -123,7 +127,7 @@ place_one(struct sched *s, struct sched_dom *d, pid_t tid, const cpu_set_t *off)
         (void)act_restore(statefile_act(s->sf, slot));
     statefile_release(s->sf, slot);
     if (r == -EINVAL && !tid_in(p->pinned, p->npinned, tid)) {
-        (void)act_read_comm(d->pid, tid, comm, sizeof(comm));
+        (void)act_read_comm(pid, tid, comm, sizeof(comm));
         snprintf(msg, sizeof(msg),
                  "domain %s: thread %d (%s) stays on managed CPUs, where the vCPUs at "
                  "SCHED_FIFO may starve it: %s; pin it to housekeeping CPUs (libvirt's "
@@ -177,20 +181,59 @@ place_scan(struct sched *s, struct sched_dom *d, const cpu_set_t *off)
         if (act_read_comm(d->pid, tids[i], comm, sizeof(comm)) < 0 || strncmp(comm, "CPU ", 4) == 0)
             continue;
         if (act_affinity_meets(tids[i], off) > 0)
-            place_one(s, d, tids[i], off);
+            place_one(s, d, d->pid, tids[i], off);
         else
             tid_add(p->seen, &p->nseen, SCHED_PLACE_TIDS_MAX, tids[i]);
     }
     free(tids);
 }
 
+/* Domain d's vhost kernel threads among v[0..n), each looked at once as in place_scan. */
+static void
+place_vhost(struct sched *s, struct sched_dom *d, const struct discover_vhost *v, unsigned int n,
+            const cpu_set_t *off)
+{
+    struct sched_place *p = d->place;
+
+    if (p == NULL || d->pid <= 0)
+        return;
+    for (unsigned int i = 0; i < n; i++) {
+        if (v[i].owner != d->pid || tid_in(p->seen, p->nseen, v[i].tid) ||
+            tid_in(p->pinned, p->npinned, v[i].tid) || placed_find(s, p, v[i].tid) >= 0)
+            continue;
+        if (act_affinity_meets(v[i].tid, off) > 0)
+            place_one(s, d, v[i].tid, v[i].tid, off); /* a kernel thread: its own process */
+        else
+            tid_add(p->seen, &p->nseen, SCHED_PLACE_TIDS_MAX, v[i].tid);
+    }
+}
+
 void
 sched_place_scan(struct sched *s, struct sched_dom *d)
 {
+    struct discover_vhost *v = malloc(PLACE_VHOST_MAX * sizeof(*v));
     cpu_set_t off;
+    int n;
 
     reserved_cpus(s, &off);
     place_scan(s, d, &off);
+    n = v != NULL ? discover_vhost_kthreads(v, PLACE_VHOST_MAX) : 0;
+    if (n > 0)
+        place_vhost(s, d, v, n < PLACE_VHOST_MAX ? (unsigned int)n : PLACE_VHOST_MAX, &off);
+    free(v);
+}
+
+void
+sched_place_vhost(struct sched *s, const struct discover_vhost *v, unsigned int n)
+{
+    struct sched_dom *d;
+    cpu_set_t off;
+
+    if (n == 0)
+        return;
+    reserved_cpus(s, &off);
+    TAILQ_FOREACH(d, &s->doms, link)
+    place_vhost(s, d, v, n, &off);
 }
 
 void

@@ -281,8 +281,12 @@ void sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned 
 
 /* sched_vcpus.c: whether `tid` is one of d's vCPU threads (gone or not). */
 bool sched_dom_has_tid(const struct sched_dom *d, pid_t tid);
-/* sched_place.c: the other threads of domain d's process (s->lock held). */
+/* sched_place.c: the other threads of domain d's process, its vhost kernel threads (s->lock held).
+ */
 void sched_place_scan(struct sched *s, struct sched_dom *d);
+/* Keep the domains' vhost kernel threads among v[0..n) off the pools' CPUs (s->lock held). */
+struct discover_vhost;
+void sched_place_vhost(struct sched *s, const struct discover_vhost *v, unsigned int n);
 /* Give them back exactly (detach, exit). */
 void sched_place_release(struct sched *s, struct sched_dom *d);
 

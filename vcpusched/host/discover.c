@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +18,8 @@
 
 #define PF_KTHREAD         0x00200000 /* include/linux/sched.h: a kernel thread */
 #define DISCOVER_MAX_DEPTH 4096       /* ancestors walked before giving up */
+#define KTHREADD_PID       2          /* the parent of every kernel thread */
+#define KTHREADD_PID_STR   "2"
 
 static int
 proc_tgid(pid_t tid, pid_t *tgid)
@@ -274,7 +277,7 @@ discover_check_target(pid_t pid, bool named, const struct discover_rules *rules,
         snprintf(err, errlen, "process 1 (%s) is init: never managed", comm);
         return -EPERM;
     }
-    if ((flags & PF_KTHREAD) || pid == 2 || ppid == 2) {
+    if ((flags & PF_KTHREAD) || pid == KTHREADD_PID || ppid == KTHREADD_PID) {
         snprintf(err, errlen, "process %d (%s) is a kernel thread: never managed", (int)pid, comm);
         return -EPERM;
     }
@@ -338,8 +341,6 @@ task_stat(pid_t pid, pid_t tid, char *state, unsigned long *flags, int *cpu, cha
     return -EPROTO;
 }
 
-#define PF_KTHREAD_FLAG 0x00200000UL /* include/linux/sched.h */
-
 int
 discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsigned int max)
 {
@@ -368,7 +369,7 @@ discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsig
 
             if (tid <= 0 || task_stat(pid, tid, &state, &flags, &r.cpu, r.comm, sizeof(r.comm)) < 0)
                 continue;
-            if (flags & PF_KTHREAD_FLAG) /* kthreadd's children: per-CPU ones cannot move */
+            if (flags & PF_KTHREAD) /* kthreadd's children: per-CPU ones cannot move */
                 break;
             if (state != 'R' || r.cpu < 0 || r.cpu >= CPU_SETSIZE || !CPU_ISSET(r.cpu, cpus))
                 continue;
@@ -378,6 +379,60 @@ discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsig
         }
         closedir(tasks);
     }
+    closedir(proc);
+    return found;
+}
+
+/* k, if it is a vhost kernel thread: its owner's pid, else 0. */
+static pid_t
+vhost_owner(pid_t k)
+{
+    char comm[32], *end;
+    unsigned long flags;
+    pid_t ppid;
+    long owner;
+
+    if (proc_stat(k, comm, sizeof(comm), &ppid, &flags) < 0 || ppid != KTHREADD_PID ||
+        !(flags & PF_KTHREAD) || strncmp(comm, "vhost-", 6) != 0)
+        return 0;
+    errno = 0;
+    owner = strtol(comm + 6, &end, 10);
+    return errno == 0 && end != comm + 6 && *end == '\0' && owner > 0 && owner <= INT32_MAX
+               ? (pid_t)owner
+               : 0;
+}
+
+static void
+vhost_add(pid_t k, struct discover_vhost *out, unsigned int max, int *found)
+{
+    pid_t owner = vhost_owner(k);
+
+    if (owner <= 0)
+        return;
+    if ((unsigned int)*found < max)
+        out[*found] = (struct discover_vhost){.owner = owner, .tid = k};
+    (*found)++;
+}
+
+int
+discover_vhost_kthreads(struct discover_vhost *out, unsigned int max)
+{
+    FILE *f = fopen("/proc/" KTHREADD_PID_STR "/task/" KTHREADD_PID_STR "/children", "re");
+    struct dirent *p;
+    int found = 0, k;
+    DIR *proc;
+
+    if (f != NULL) { /* CONFIG_PROC_CHILDREN: kernel threads only */
+        while (fscanf(f, "%d", &k) == 1)
+            vhost_add((pid_t)k, out, max, &found);
+        fclose(f);
+        return found;
+    }
+    if ((proc = opendir("/proc")) == NULL)
+        return -errno;
+    while ((p = readdir(proc)) != NULL)
+        if ((k = atoi(p->d_name)) > KTHREADD_PID)
+            vhost_add((pid_t)k, out, max, &found);
     closedir(proc);
     return found;
 }

@@ -67,4 +67,18 @@ struct discover_runnable {
  */
 int discover_runnable_on(const cpu_set_t *cpus, struct discover_runnable *out, unsigned int max);
 
+/* A vhost worker that is a kernel thread, and the process it works for. */
+struct discover_vhost {
+    pid_t owner, tid;
+};
+/*
+ * The vhost workers that are kernel threads: before Linux 6.4, a QEMU's
+ * vhost-net (vsock, scsi) devices are served by kthreadd's children named
+ * "vhost-<QEMU's pid>", not by threads of the QEMU (discover_process finds
+ * those since 6.4). Up to `max` in out; returns how many it found (more
+ * than `max`: only `max` written), or -errno. Reads kthreadd's children
+ * list (/proc/2/task/2/children, else every /proc entry) and each one's
+ * stat: a few microseconds a kernel thread.
+ */
+int discover_vhost_kthreads(struct discover_vhost *out, unsigned int max);
 #endif /* VCPUSCHED_DISCOVER_H */
