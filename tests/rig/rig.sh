@@ -146,7 +146,7 @@ mask="postgresql.service apt-daily.timer apt-daily-upgrade.timer man-db.timer dp
 # CPU, as on a host whose other CPUs run vCPUs at real-time priorities.
 # no_timer_check: booting under TCG beside the sanitizer suites, the
 # kernel's IO-APIC timer check can fail and panic (vm-images/guest-args.sh).
-append="console=ttyS0 panic=-1 no_timer_check loglevel=4 irqaffinity=0 systemd.unified_cgroup_hierarchy=1"
+append="console=ttyS0 panic=-1 no_timer_check loglevel=5 softlockup_all_cpu_backtrace=1 irqaffinity=0 systemd.unified_cgroup_hierarchy=1"
 append+=" systemd.show_status=0$tsc"
 for u in $mask; do append+=" systemd.mask=$u"; done
 log "booting ($accel, 4 vCPUs in 2 NUMA nodes, initramfs $rig_key); console: $out/console.log"
@@ -167,17 +167,36 @@ setpriv --pdeathsig KILL -- qemu-system-x86_64 -name vcpusched-rig,debug-threads
 qemu=$!
 pids=("$qemu" "${pids[@]}")
 
-# Wait for the VM to power off; show its RIG- lines as they come.
-seen=0
+# A rig test's limit (tests.list), or nothing for a name it does not list.
+limit_of() { awk -v n="$1" '$1 == n { print $3 }' "$here/tests.list"; }
+
+# Wait for the VM to power off; show its RIG- lines as they come. The
+# suite ends a test at its limit (SIGALRM in the VM); a test still running
+# RIG_GRACE s past it means the VM itself is wedged (its kernel stuck, the
+# suite's alarm never delivered): stop it now, not at --timeout.
+seen=0 test_name='' test_t0=0 test_limit=''
+rig_grace=120
 while kill -0 "$qemu" 2>/dev/null; do
-    if [ $(($(date +%s) - t0)) -ge "$timeout" ]; then
+    now=$(date +%s)
+    if [ $((now - t0)) -ge "$timeout" ]; then
         log "no poweroff after $timeout s: stopping the VM"
+        break
+    fi
+    if [ -n "$test_limit" ] && [ $((now - test_t0)) -ge $((test_limit + rig_grace)) ]; then
+        log "$test_name still running $((now - test_t0)) s after it started (its limit" \
+            "$test_limit s, +$rig_grace s): the VM is wedged; stopping it"
         break
     fi
     if [ -f "$out/console.log" ]; then
         n=$(grep -c '^RIG-' "$out/console.log" || true)
         if [ "$n" -gt "$seen" ]; then
-            grep '^RIG-' "$out/console.log" | tail -n $((n - seen)) | sed 's/^/rig: /' >&2
+            while read -r tag name _; do
+                case $tag in
+                RIG-TEST-START) test_name=$name test_t0=$now test_limit=$(limit_of "$name") ;;
+                RIG-TEST-END) test_limit='' ;;
+                esac
+            done < <(grep '^RIG-' "$out/console.log" | tr -d '\r' | tail -n $((n - seen)) |
+                tee >(sed 's/^/rig: /' >&2))
             seen=$n
         fi
     fi
