@@ -12,6 +12,9 @@
 # Usage: build-image.sh [--cache DIR] [--recipe FILE] [--force]
 # Prints, on stdout, shell assignments for the caller to eval:
 #   VS_IMAGE_DIR=...  VS_KERNEL=...  VS_INITRD=...  VS_IMAGE_KEY=...
+#   VS_KERNEL_MODULES=...  (the kernel's module tree, for a VM that boots this root)
+# The kernel is the one vm-images/guest-kernel.sh unpacked, else an
+# installed linux-image-*-cloud-amd64.
 #
 # The images go to QEMU, which libvirt runs as its own user: when other
 # users cannot reach the cache (a clone in root's 0700 home), the entry is
@@ -22,6 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${VS_IMAGE_CACHE:-$here/cache}
 shared=${VS_IMAGE_SHARED:-/var/cache/vcpusched/images}
+kernels=${VS_GUEST_KERNEL:-/var/cache/vcpusched/guest-kernel}
 recipe=$here/guest/recipe
 force=0
 # Fixed mtime for every file in the archive; part of the cache key.
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
     --cache) [ $# -ge 2 ] || die "--cache needs a directory"; cache=$2; shift 2 ;;
     --recipe) [ $# -ge 2 ] || die "--recipe needs a file"; recipe=$2; shift 2 ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
     esac
 done
@@ -69,21 +73,49 @@ check_inputs() {
         die "missing Debian packages: ${missing[*]} (run scripts/deps.sh, or apt-get install ${missing[*]})"
 }
 
-# The newest installed cloud kernel; its package is part of the key.
+# The cloud kernel: the newest unpacked by guest-kernel.sh, else the newest
+# installed (deps.sh installed it before it unpacked it). Its package is
+# part of the key.
 find_kernel() {
     local k
-    k=$(find /boot -maxdepth 1 -name 'vmlinuz-*-cloud-amd64' | sort -V | tail -n 1)
-    [ -n "$k" ] || die "no /boot/vmlinuz-*-cloud-amd64 (install linux-image-cloud-amd64)"
+    k=$(find "$kernels"/*/boot -maxdepth 1 -name 'vmlinuz-*-cloud-amd64' 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$k" ] || k=$(find /boot -maxdepth 1 -name 'vmlinuz-*-cloud-amd64' | sort -V | tail -n 1)
+    [ -n "$k" ] || die "no cloud kernel in $kernels or /boot (run scripts/deps.sh, or vm-images/guest-kernel.sh)"
     [ -r "$k" ] || die "$k is not readable (run as root)"
     echo "$k"
 }
 
+# The tree a kernel came with: "" for /boot/vmlinuz-*, else the unpacked package's.
+kernel_tree() {
+    case $1 in
+    /boot/*) echo "" ;;
+    *) dirname "$(dirname "$1")" ;;
+    esac
+}
+
+# "package version" of the kernel.
+kernel_package() {
+    local tree p
+    tree=$(kernel_tree "$1")
+    if [ -n "$tree" ]; then
+        cat "$tree/.package"
+    else
+        p=$(dpkg-query -S "$1" | cut -d: -f1)
+        echo "$p $(pkg_version "$p")"
+    fi
+}
+
+# The kernel's module tree.
+kernel_modules() {
+    echo "$(kernel_tree "$1")/lib/modules/${1##*/vmlinuz-}"
+}
+
 # Path of one module file, compressed or not.
 find_module() {
-    local kver=$1 name=$2 f
-    f=$(find "/lib/modules/$kver/kernel" -regextype posix-extended \
+    local mods=$1 name=$2 f
+    f=$(find "$mods/kernel" -regextype posix-extended \
         -regex ".*/$name\.ko(\.(xz|zst|gz))?" | sort | head -n 1)
-    [ -n "$f" ] || die "module $name not found under /lib/modules/$kver"
+    [ -n "$f" ] || die "module $name not found under $mods"
     echo "$f"
 }
 
@@ -100,7 +132,6 @@ input_versions() {
     local kernel=$1 f
     {
         for f in "${packages[@]}"; do echo "$f"; done
-        dpkg-query -S "$kernel" | cut -d: -f1
         for f in $(binary_libs); do
             dpkg-query -S "$(realpath "$f")" 2>/dev/null | cut -d: -f1 | cut -d, -f1 ||
                 dpkg-query -S "$f" | cut -d: -f1 | cut -d, -f1
@@ -108,6 +139,7 @@ input_versions() {
     } | sort -u | while read -r f; do
         echo "$f $(pkg_version "$f")"
     done
+    kernel_package "$kernel"
 }
 
 cache_key() {
@@ -131,12 +163,12 @@ copy_module() {
 }
 
 populate_root() {
-    local root=$1 kver=$2 m lib b
+    local root=$1 mods=$2 m lib b
     mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,usr/bin,lib/modules}
     cp /bin/busybox "$root/bin/busybox"
     cp "$init" "$root/init"
     for m in "${modules[@]}"; do
-        copy_module "$(find_module "$kver" "$m")" "$root/lib/modules/$m.ko"
+        copy_module "$(find_module "$mods" "$m")" "$root/lib/modules/$m.ko"
     done
     printf '%s\n' "${modules[@]}" > "$root/lib/modules/load-order"
     for b in "${binaries[@]}"; do
@@ -168,9 +200,8 @@ pack_root() {
 
 # Build into the staging directory $2, which then becomes the cache entry $1.
 build() {
-    local kernel=$1 tmp=$2 dir=$3 kver
-    kver=${kernel#/boot/vmlinuz-}
-    populate_root "$tmp/root" "$kver"
+    local kernel=$1 tmp=$2 dir=$3
+    populate_root "$tmp/root" "$(kernel_modules "$kernel")"
     pack_root "$tmp/root" "$tmp/initrd.img"
     cp "$kernel" "$tmp/vmlinuz"
     chmod 0644 "$tmp/vmlinuz" "$tmp/initrd.img"
@@ -240,8 +271,8 @@ main() {
             'BEGIN { printf "%.1f", e - s }') s, initrd $(stat -c %s "$dir/initrd.img") bytes"
     fi
     readable_by_others "$dir" || dir=$(publish "$dir" "$key")
-    printf 'VS_IMAGE_DIR=%q\nVS_KERNEL=%q\nVS_INITRD=%q\nVS_IMAGE_KEY=%q\n' \
-        "$dir" "$dir/vmlinuz" "$dir/initrd.img" "$key"
+    printf 'VS_IMAGE_DIR=%q\nVS_KERNEL=%q\nVS_INITRD=%q\nVS_IMAGE_KEY=%q\nVS_KERNEL_MODULES=%q\n' \
+        "$dir" "$dir/vmlinuz" "$dir/initrd.img" "$key" "$(kernel_modules "$kernel")"
 }
 
 main

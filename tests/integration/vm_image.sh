@@ -24,6 +24,16 @@ check "first build writes kernel and initrd under the cache" \
 check "initrd is a gzip'd newc cpio with /init and iperf3" \
     sh -c "zcat '$VS_INITRD' | cpio -it --quiet | grep -qx init && zcat '$VS_INITRD' | cpio -it --quiet | grep -qx usr/bin/iperf3"
 
+# The kernel: the package guest-kernel.sh unpacked (deps.sh ran it), never installed.
+gk=$("$vm_dir/guest-kernel.sh" 2>"$T/gk.err") || bail "guest-kernel.sh failed: $(cat "$T/gk.err")"
+kver=$(basename "$gk" | sed 's/^linux-image-//; s/_.*//')
+check "guest-kernel.sh again: the same tree, nothing fetched" \
+    test "$("$vm_dir/guest-kernel.sh" 2>"$T/gk2.err")" = "$gk" -a ! -s "$T/gk2.err"
+check "the image's kernel is the unpacked one" cmp -s "$VS_KERNEL" "$gk/boot/vmlinuz-$kver"
+check "its modules come from the unpacked tree" test "$VS_KERNEL_MODULES" = "$gk/lib/modules/$kver"
+check "the unpacked tree names its package" grep -qx "linux-image-$kver [^ ]*" "$gk/.package"
+check "and has the module index modprobe reads" test -s "$gk/lib/modules/$kver/modules.dep"
+
 t0=$(now)
 build >"$T/second" || bail "second build failed"
 note "cached call $(elapsed "$t0") s"

@@ -57,7 +57,11 @@ done
 # The rig's initramfs and the nested guest's image, built or reused here:
 # the VM then finds both in the cache.
 eval "$("$vm/build-image.sh" --recipe "$here/initramfs.recipe")"
-rig_kernel=$VS_KERNEL rig_initrd=$VS_INITRD rig_key=$VS_IMAGE_KEY
+rig_kernel=$VS_KERNEL rig_initrd=$VS_INITRD rig_key=$VS_IMAGE_KEY rig_modules=$VS_KERNEL_MODULES
+# The VM mounts its kernel's modules from there (initramfs-init): a path
+# the job file can carry, on the root file system the VM sees.
+case $rig_modules in *[!A-Za-z0-9._/+-]*) die "module tree '$rig_modules': characters the job file cannot carry" ;; esac
+[ "$(stat -c %m "$rig_modules")" = / ] || die "module tree $rig_modules is not on / (the VM sees / only)"
 eval "$("$vm/build-image.sh")"
 
 mkdir -p "$out"
@@ -78,6 +82,7 @@ log "package $(basename "$deb") ready in $(($(date +%s) - t)) s"
     echo "VS_RIG_DEB=/rig/deb/$(basename "$deb")"
     echo "VCPUSCHED_BUILD=$build"
     echo "VCPUSCHED_TIME_SCALE=$([ "$accel" = tcg ] && echo 10 || echo 1)"
+    echo "VS_RIG_MODULES=$rig_modules"
     echo "VS_KERNEL=$VS_KERNEL"
     echo "VS_INITRD=$VS_INITRD"
 } >"$out/job.env"
