@@ -31,19 +31,26 @@
 /*
  * Looks at a thread's run time while it runs: the STOPs so far plus the
  * open run (now - RUN), against the thread's CPU clock read just before
- * and just after that now. The records never count less than the clock
+ * and just after that now. The records do not count less than the clock
  * (closed runs are the kernel's accounting, an open run is wall time and
- * the clock of a run cannot pass its wall time), bar the few microseconds
- * between a switch and its stamp. They may count more: the open run holds
- * the steal and interrupt time the kernel's accounting leaves out, and a
- * hypervisor that stops the CPU for 100 ms makes that 100 ms (one CI run
- * saw events at 2.8 times the clock in one look). So the upper bound is
- * the median of the looks taken during a run, and 5 % above the clock.
+ * the clock of a run does not pass its wall time), bar the microseconds
+ * between a switch and its stamp, and bar the odd look where the two
+ * clocks disagree: the CPU clock is the scheduler's (sched_clock, in a VM
+ * the hypervisor's), the stamps CLOCK_MONOTONIC (one CI run under ASan
+ * saw the records 1.9 ms short at 1 look of 52). So at most a tenth of the
+ * looks may fall short; a RUN missed or stamped late falls short at every
+ * look during that run (a defect that halved the open run: 31 of 59).
+ * They may count more: the open run holds the steal and interrupt time
+ * the kernel's accounting leaves out, and a hypervisor that stops the CPU
+ * for 100 ms makes that 100 ms (one CI run saw events at 2.8 times the
+ * clock in one look). So the upper bound is the median of the looks taken
+ * during a run, and 5 % above the clock.
  */
 #define LOOKS              64
 #define LOOK_EVERY_NS      (4 * NSEC_PER_MSEC)
 #define LOOK_SLACK_NS      200000ull
 #define LOOK_OPEN_MIN      5
+#define LOOK_SHORT_SHARE   10 /* at most 1 look in this many may fall short */
 #define OPEN_RUN_TOLERANCE 0.05
 
 /* --- helpers ------------------------------------------------------------- */
@@ -604,8 +611,8 @@ START_TEST(test_bpf_run_time_matches_schedstat)
            open_n ? over[0] : 0.0, open_n ? over[open_n / 2] : 0.0,
            open_n ? over[open_n - 1] : 0.0);
     fflush(stdout);
-    ck_assert_msg(under == 0, "%zu of %zu looks: the records count less than the CPU clock", under,
-                  n);
+    ck_assert_msg(under <= n / LOOK_SHORT_SHARE,
+                  "%zu of %zu looks: the records count less than the CPU clock", under, n);
     ck_assert_msg(open_n >= LOOK_OPEN_MIN || !elsewhere, "%zu looks of %zu saw a run open", open_n,
                   n);
     ck_assert_msg(open_n == 0 || over[open_n / 2] < 1 + OPEN_RUN_TOLERANCE,
