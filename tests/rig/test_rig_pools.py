@@ -37,6 +37,16 @@ RR_TOL = 0.03
 WINDOW_S = 8.0
 LONG_WINDOW_S = 16.0  # rr's +-3 points, Credit's stealing: longer against TCG's noise
 WINDOWS = 6  # medians of 6 windows
+# One thread of a weight class on two CPUs: Credit places and steals per
+# CPU, so one of two 512s can stay short for a whole 8 s measurement while
+# the other is long: 0.606-0.640 and 0.670-0.688 in 7 runs of 9 on a quiet
+# host, the pair's mean 0.645-0.657 of 0.667. The two 512s shared a CPU in
+# 1 look of 5, and a 512 with more than a slice of credit is retired from
+# accounting until it runs again (Xen's csched_acct): 14-43 activations
+# each in 9 s, the 256s 1. Xen 4.17 itself gave a 512 vCPU 0.71-0.73 of
+# its 0.80 (bench/README.md). The class's mean holds TOL; ignored weights
+# put every thread at 0.5, 0.167 from a 512's 2/3, beyond this too.
+SMP_EACH_TOL = 0.10
 # The pool's CPUs idle no more than RT throttling leaves them idle and this.
 IDLE_SLACK = 0.10
 
@@ -73,20 +83,26 @@ class PoolTest(unittest.TestCase):
     def near(self, got, want, what, tol=TOL):
         self.assertAlmostEqual(got, want, delta=tol, msg=f"{what}: {got:.3f}, want {want:.3f}")
 
-    def check_shares(self, what, *groups, cpus, tol=TOL, window=WINDOW_S, settle=1.0):
+    def check_shares(self, what, *groups, cpus, tol=TOL, each_tol=None, window=WINDOW_S,
+                     settle=1.0):
         """Measure every hog at once over WINDOWS windows; then per group
         (hogs sharing a set of CPUs, and Xen's expectation for each in
         CPUs) each hog's median part of what the group had, in CPUs,
-        against Xen's; and the pool's CPUs (`cpus`) were kept busy: their
+        against Xen's (within `each_tol`, by default `tol`); where a group
+        holds several hogs of each of several expectations (weights), the
+        mean part of each such class within `tol`; and the pool's CPUs
+        (`cpus`) were kept busy: their
         median idle part no more than what RT throttling leaves idle plus
         IDLE_SLACK (an idle CPU beside queued hogs is idle a third of the
         time or more). A measurement that misses is taken once more (TCG:
         the host's own scheduling blurs windows; both are printed).
         Returns each group's median CPU time over wall time."""
         time.sleep(settle)
-        return vstest.again(self, lambda: self.measure_shares(what, groups, cpus, tol, window))
+        each_tol = tol if each_tol is None else each_tol
+        return vstest.again(
+            self, lambda: self.measure_shares(what, groups, cpus, tol, each_tol, window))
 
-    def measure_shares(self, what, groups, cpus, tol, window):
+    def measure_shares(self, what, groups, cpus, tol, each_tol, window):
         rt = rigtest.rt_fraction()
         m = vstest.measure([p.tid for hogs, _ in groups for p in hogs], WINDOWS,
                            window / WINDOWS, cpus=cpus)
@@ -101,9 +117,17 @@ class PoolTest(unittest.TestCase):
             print(f"# {label}: CPU time over wall time {' '.join(f'{w:.3f}' for w in raw)}, "
                   f"sum {sum(raw):.3f} of {sum(xen) * rt:.3f} (RT part {rt:.2f})", flush=True)
             for i, (g, x, w) in enumerate(zip(got, parts, xen)):
-                vstest.near(self, f"{label}, thread {i}: its part, in CPUs", g, w, tol,
-                            noise=vstest.noise(x), widest=2 * tol,
+                vstest.near(self, f"{label}, thread {i}: its part, in CPUs", g, w, each_tol,
+                            noise=vstest.noise(x), widest=max(each_tol, 2 * tol),
                             why="Xen's figure; TCG blurs windows")
+            classes = {w: [i for i, x in enumerate(xen) if x == w] for w in set(xen)}
+            for w, idx in sorted(classes.items()) if len(classes) > 1 else ():
+                if len(idx) < 2:
+                    continue
+                means = [statistics.mean(parts[i][k] for i in idx) for k in range(len(m.windows))]
+                vstest.near(self, f"{label}, the {len(idx)} threads of {w:.3f}: their mean part",
+                            statistics.median(means), w, tol, noise=vstest.noise(means),
+                            widest=2 * tol, why="Xen's figure for each weight")
             raws.append(raw)
         idle, idle_noise = m.part("idle")
         print(f"# {what}: CPUs {sorted(cpus)} idle {idle:.3f} of the time, steal "
@@ -137,11 +161,13 @@ class PoolTest(unittest.TestCase):
 
     def test_credit_weights_across_cpus(self):
         # Weights 512, 512, 256, 256 on 2 CPUs: 2/3, 2/3, 1/3, 1/3 of a CPU.
+        # Each weight's mean part within TOL; each thread within SMP_EACH_TOL.
         d = self.daemon("2-3", "credit")
         heavy = self.hogs(d, 2, "heavy", "weight=512")
         light = self.hogs(d, 2, "light", "weight=256")
         self.check_shares("credit weights 512,512,256,256 on CPUs 2-3",
-                          (heavy + light, [2 / 3, 2 / 3, 1 / 3, 1 / 3]), cpus={2, 3})
+                          (heavy + light, [2 / 3, 2 / 3, 1 / 3, 1 / 3]), cpus={2, 3},
+                          each_tol=SMP_EACH_TOL)
 
     # --- Credit2 --------------------------------------------------------------
 
