@@ -892,6 +892,10 @@ class DaemonTest(unittest.TestCase):
             ("pool", "set", "main", "slice_us=0"),
             ("pool", "set", "main", "policy=nosuch"),
             ("pool", "create", "p2", "cpus=0", "policy=rr"),  # the last housekeeping CPU
+            ("pool", "set", "main", "cpus=0-1"),              # the same, by a resize
+            ("pool", "set", "main", "cpus=1", "policy=rr"),   # cpus change alone
+            ("pool", "set", "nosuch", "cpus=1"),
+            ("pool", "set", "main", "cpus=1-"),
         ]
         for args in bad:
             r = d.ctl(*args, check=False)
@@ -901,6 +905,8 @@ class DaemonTest(unittest.TestCase):
         after = d.json("list")
         self.assertEqual([x["name"] for x in before["domains"]],
                          [x["name"] for x in after["domains"]])
+        pool, = d.json("pool", "list")["pools"]
+        self.assertEqual((pool["cpus"], pool["resizes"]), ([MANAGED_CPU], 0))
 
     def test_dangerous_targets_are_refused(self):
         """The daemon, its guardian and the caller's shell (this test, the

@@ -7,7 +7,11 @@
  * policy refuses, a cpuset without the new pool's CPUs) leaves every
  * thread exactly where and as it was; a move re-pins and re-parents.
  * Also vCPU hot-plug in the core (sched_dom_update): a new thread joins
- * the domain managed, a vanished one leaves, the others stay as they are.
+ * the domain managed, a vanished one leaves, the others stay as they are;
+ * and a pool's CPUs changed under its domain (sched_pool_resize): refused
+ * where a CPU is another pool's or a cpuset allows none of them, with
+ * nothing changed; grown, moved and shrunk, every thread re-pinned at
+ * SCHED_FIFO with its parameters.
  * Needs root (exits 77 otherwise); runs under run-exclusive.
  */
 #include <check.h>
@@ -260,6 +264,124 @@ START_TEST(test_move_and_back)
 }
 END_TEST
 
+/* Pool a's CPUs and resizes, as `pool list` gives them. */
+static void
+pool_a_cpus(char *cpus, size_t len, int64_t *resizes)
+{
+    struct json_object *all = sched_json_pools(fx.s), *pools, *a, *v;
+
+    ck_assert(json_object_object_get_ex(all, "pools", &pools));
+    a = json_object_array_get_idx(pools, 0);
+    ck_assert(json_object_object_get_ex(a, "cpus", &v));
+    snprintf(cpus, len, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    ck_assert(json_object_object_get_ex(a, "resizes", &v));
+    *resizes = json_object_get_int64(v);
+    json_object_put(all);
+}
+
+/* Resize pool a to host CPUs list[0..n): `want` returned, with `why` in the message if refused. */
+static void
+resize_a(const int *list, unsigned int n, int want, const char *why)
+{
+    struct policy_cpu pc[2];
+    char err[256] = "";
+
+    ck_assert_msg(topology_describe(list, n, pc, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(sched_pool_resize(fx.s, "a", pc, n, err, sizeof(err)), want);
+    if (why != NULL)
+        ck_assert_msg(strstr(err, why) != NULL, "message '%s' lacks '%s'", err, why);
+}
+
+/* Every thread of vm at SCHED_FIFO on one CPU of `allowed` (a mask of CPUs 0 and 1). */
+static void
+assert_on(unsigned int allowed, const char *what)
+{
+    struct placement p;
+
+    placement_get(&p);
+    ck_assert_str_eq(p.pool, "a");
+    ck_assert_msg(strstr(p.params, "\"weight\": \"512\"") != NULL, "%s: %s", what, p.params);
+    for (int i = 0; i < NR_THREADS; i++) {
+        ck_assert_msg(p.t[i].policy == SCHED_FIFO, "%s: thread %d not FIFO", what, i);
+        ck_assert_msg(CPU_COUNT(&p.t[i].aff) == 1, "%s: thread %d on %d CPUs", what, i,
+                      CPU_COUNT(&p.t[i].aff));
+        ck_assert_msg((CPU_ISSET(0, &p.t[i].aff) && (allowed & 1)) ||
+                          (CPU_ISSET(1, &p.t[i].aff) && (allowed & 2)),
+                      "%s: thread %d pinned outside the pool", what, i);
+    }
+}
+
+START_TEST(test_resize_and_back)
+{
+    static const int both[] = {0, 1}, zero[] = {0}, one[] = {1};
+    struct placement before;
+    char cpus[64], err[256] = "";
+    int64_t resizes;
+
+    /* CPU 0 is pool b's: refused, nothing changed. */
+    placement_get(&before);
+    resize_a(both, 2, -EBUSY, "cpu 0 already belongs to a pool");
+    resize_a(one, 1, 0, NULL); /* the same CPUs: nothing to do */
+    assert_placement(&before, "refused");
+    pool_a_cpus(cpus, sizeof(cpus), &resizes);
+    ck_assert_str_eq(cpus, "[1]");
+    ck_assert_int_eq(resizes, 0);
+
+    ck_assert_int_eq(sched_pool_destroy(fx.s, "b", err, sizeof(err)), 0);
+    resize_a(both, 2, 0, NULL);
+    assert_on(3, "grown to CPUs 0-1");
+    pool_a_cpus(cpus, sizeof(cpus), &resizes);
+    ck_assert_str_eq(cpus, "[0,1]");
+    resize_a(zero, 1, 0, NULL); /* CPU 1 goes: every thread to CPU 0 */
+    assert_on(1, "moved to CPU 0");
+    resize_a(one, 1, 0, NULL);
+    assert_on(2, "back on CPU 1");
+    pool_a_cpus(cpus, sizeof(cpus), &resizes);
+    ck_assert_str_eq(cpus, "[1]");
+    ck_assert_int_eq(resizes, 3);
+    ck_assert_int_eq(sched_detach(fx.s, "vm", err, sizeof(err)), 0);
+    for (int i = 0; i < NR_THREADS; i++)
+        ck_assert_int_eq(sched_getscheduler(fx.tids[i]) & ~SCHED_RESET_ON_FORK, SCHED_OTHER);
+}
+END_TEST
+
+START_TEST(test_resize_refused_by_cpuset)
+{
+    static const int zero[] = {0};
+    char cg[128], path[192], buf[64], mems[64] = "0", err[256] = "";
+    struct placement before;
+    cpu_set_t one;
+    FILE *f;
+
+    snprintf(cg, sizeof(cg), CPUSET_V1 "/vcpusched-test-resize-%d", (int)getpid());
+    if (access(CPUSET_V1 "/tasks", W_OK) != 0 || mkdir(cg, 0755) != 0) {
+        fprintf(stderr, "test_move: no cgroup v1 cpuset hierarchy: resize cpuset case skipped\n");
+        return;
+    }
+    ck_assert_int_eq(sched_pool_destroy(fx.s, "b", err, sizeof(err)), 0);
+    f = fopen(CPUSET_V1 "/cpuset.mems", "re");
+    if (f != NULL && fgets(mems, sizeof(mems), f) == NULL)
+        snprintf(mems, sizeof(mems), "0");
+    if (f != NULL)
+        fclose(f);
+    snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
+    write_file(path, mems);
+    snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
+    write_file(path, "1"); /* pool a's CPU only */
+    snprintf(path, sizeof(path), "%s/tasks", cg);
+    snprintf(buf, sizeof(buf), "%d", (int)fx.tids[1]);
+    write_file(path, buf);
+    placement_get(&before);
+    resize_a(zero, 1, -EINVAL, "its cgroup cpuset");
+    assert_placement(&before, "refused by a cpuset");
+    write_file(CPUSET_V1 "/tasks", buf);
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    ck_assert_int_eq(sched_setaffinity(fx.tids[1], sizeof(one), &one), 0);
+    ck_assert_int_eq(rmdir(cg), 0);
+}
+END_TEST
+
 static atomic_bool third_stop;
 
 static void *
@@ -335,6 +457,8 @@ move_suite(void)
     tcase_add_test(tc, test_move_refused_by_cpuset);
     tcase_add_test(tc, test_move_and_back);
     tcase_add_test(tc, test_vcpu_plug_and_unplug);
+    tcase_add_test(tc, test_resize_and_back);
+    tcase_add_test(tc, test_resize_refused_by_cpuset);
     suite_add_tcase(s, tc);
     return s;
 }

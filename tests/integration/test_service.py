@@ -171,14 +171,16 @@ class ServiceTest(unittest.TestCase):
         d = self.daemon(conf)
         before = d.pool("main")
 
-        # Another pool's CPUs, a restart-only key, a parameter the policy refuses.
+        # CPUs that leave the host none (a resize refused), two restart-only keys.
         lines = d.reload(f"pool main cpus=0-{MANAGED_CPU} policy=credit2\npriority-base 20\n"
                          "events proc\n")
-        self.assertTrue(grep(lines, r"reload: pool main: cpus differ"), lines)
+        self.assertTrue(grep(lines, r"reload: pool main: the pool would leave no housekeeping "
+                                    r"cpu"), lines)
         self.assertTrue(grep(lines, r"reload: priority-base changed: not applied"), lines)
         self.assertTrue(grep(lines, r"reload: events changed: not applied"), lines)
         self.assertTrue(grep(lines, r": 0 change\(s\) applied, 3 refused$"), lines)
         self.assertEqual(d.pool("main")["policy"], "credit")  # the pool was left whole
+        self.assertEqual((d.pool("main")["cpus"], d.pool("main")["resizes"]), ([MANAGED_CPU], 0))
 
         # A pool the daemon would refuse: named by its line, nothing changed.
         lines = d.reload(f"pool main cpus={MANAGED_CPU} policy=credit tslice_ms=0\n")

@@ -225,6 +225,62 @@ class PoolTest(unittest.TestCase):
         for h in c:
             self.assertLessEqual(os.sched_getaffinity(h.tid), {2, 3})
 
+    def cpuset_cgroup(self, cpus, pid):
+        """Process `pid` in a cgroup of its own whose cpuset is `cpus`, as
+        libvirt gives a domain (cgroup v2); taken out again at cleanup."""
+        root = "/sys/fs/cgroup"
+        if "cpuset" not in vstest.read(f"{root}/cgroup.subtree_control").split():
+            vstest.write(f"{root}/cgroup.subtree_control", "+cpuset")
+        cg = f"{root}/vcpusched-test-cpuset-{os.getpid()}"
+        os.mkdir(cg)
+        self.addCleanup(os.rmdir, cg)
+        vstest.write(f"{cg}/cpuset.cpus", cpus)
+        vstest.write(f"{cg}/cgroup.procs", str(pid))
+        self.addCleanup(lambda: os.path.exists(f"/proc/{pid}")
+                        and vstest.write(f"{root}/cgroup.procs", str(pid)))
+
+    def test_pool_grows_and_shrinks_live(self):
+        # Xen's cpupool-cpu-add and -remove: a Credit2 pool on CPU 2 with
+        # three hogs attached grows to CPUs 2-3 and shrinks back, the hogs
+        # managed throughout (one runqueue: 1/3 each on one CPU, 2/3 on
+        # two). h0 lives in a cgroup cpuset of CPUs 2-3, as libvirt puts a
+        # domain: a change that leaves it no CPU is refused and changes
+        # nothing.
+        d = self.daemon("2", "credit2")
+        hogs = [Spinner() for _ in range(3)]
+        self.procs.extend(hogs)
+        self.cpuset_cgroup("2-3", hogs[0].pid)
+        for i, h in enumerate(hogs):
+            d.ctl("attach", f"h{i}", "--pid", str(h.pid))
+
+        def pool():
+            return d.json("pool", "list")["pools"][0]
+
+        def managed(cpus):
+            for h in hogs:
+                self.assertTrue(vstest.is_fifo(h.tid), f"{h.tid} not at SCHED_FIFO")
+                self.assertLessEqual(os.sched_getaffinity(h.tid), cpus)
+            self.assertEqual(sorted(x["name"] for x in d.json("list")["domains"]),
+                             ["h0", "h1", "h2"])
+
+        self.check_shares("credit2 3 hogs on CPU 2", (hogs, [1 / 3] * 3), cpus={2})
+        d.ctl("pool", "set", "main", "cpus=2-3")
+        self.assertEqual((pool()["cpus"], pool()["resizes"]), ([2, 3], 1))
+        managed({2, 3})
+        self.check_shares("credit2 3 hogs after CPU 3 was added", (hogs, [2 / 3] * 3),
+                          cpus={2, 3})
+        r = d.ctl("pool", "set", "main", "cpus=1", check=False)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("its cgroup cpuset", r.stderr)
+        self.assertEqual((pool()["cpus"], pool()["resizes"]), ([2, 3], 1))
+        managed({2, 3})
+        d.ctl("pool", "set", "main", "cpus=2")
+        self.assertEqual((pool()["cpus"], pool()["resizes"]), ([2], 2))
+        managed({2})
+        self.check_shares("credit2 3 hogs after CPU 3 was taken away", (hogs, [1 / 3] * 3),
+                          cpus={2})
+        self.assertEqual(d.json("stats")["pools"][0]["violations"], 0)
+
     def test_pool_create_switch_destroy_under_load(self):
         d = self.daemon("1", "rr", "--pool-param", f"slice_us={vstest.slice_us(1000)}")
         main = self.hogs(d, 2, "m")

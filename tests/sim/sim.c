@@ -695,6 +695,34 @@ sim_switch(struct sim *s, const char *policy, const char *params, char *err)
     return r;
 }
 
+int
+sim_resize(struct sim *s, const struct policy_cpu *cpus, unsigned int n, const struct cpuset *aff,
+           char *err)
+{
+    unsigned int old = s->pool.nr_cpus;
+    int r;
+
+    /*
+     * The daemon stops the pool's dispatchers and lowers what they raised
+     * before the change, and pins every thread to its new CPU after it:
+     * nothing runs across it, whichever CPUs stay.
+     */
+    for (unsigned int c = 0; c < old; c++)
+        if (s->cpu[c].running != NULL)
+            switch_run(s, c, NULL);
+    r = pool_resize(&s->pool, cpus, n, aff, s->now, err);
+    if (r == 0) {
+        for (unsigned int c = 0; c < CPUSET_MAX + 1; c++)
+            s->late_due[c] = s->late_fire[c] = 0;
+        for (unsigned int c = 0; c < CPUSET_MAX; c++)
+            s->repick_at[c] = POLICY_NEVER;
+        for (unsigned int c = old; c < n; c++)
+            s->cpu[c].since = s->now; /* idle from now */
+    }
+    process(s);
+    return r;
+}
+
 void
 sim_reset_stats(struct sim *s)
 {

@@ -151,6 +151,9 @@ void sim_yield(struct sim *s, struct sim_vcpu *v);
 /* Parameters for a domain (d) or the pool (NULL), "k=v ...". */
 int sim_set(struct sim *s, struct pool_dom *d, const char *params, char *err);
 int sim_switch(struct sim *s, const char *policy, const char *params, char *err);
+/* The pool's CPUs changed (pool_resize; aff as there), with what the daemon does around it. */
+int sim_resize(struct sim *s, const struct policy_cpu *cpus, unsigned int n,
+               const struct cpuset *aff, char *err);
 
 /* Advance the clock by `ns`, processing every event on the way. */
 void sim_run(struct sim *s, uint64_t ns);

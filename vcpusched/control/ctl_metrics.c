@@ -208,6 +208,7 @@ static const struct field pool_fields[] = {
      {"pool_policy_switches", M_COUNTER, "Live policy switches of the pool."},
      0,
      NULL},
+    {"resizes", {"pool_resizes", M_COUNTER, "Live changes of the pool's CPUs."}, 0, NULL},
     {"timers",
      {"pool_timers", M_COUNTER, "Policy timer calls (ticks, accounting, budget refills)."},
      0,

@@ -604,7 +604,7 @@ parse_cpus(struct json_object *args, struct ctl_request *req, char *err, size_t 
 static const char *const pool_keys[][6] = {
     [CTL_POOL_LIST] = {"op", NULL},
     [CTL_POOL_CREATE] = {"op", "name", "cpus", "policy", "params", NULL},
-    [CTL_POOL_SET] = {"op", "name", "policy", "params", NULL},
+    [CTL_POOL_SET] = {"op", "name", "cpus", "policy", "params", NULL},
     [CTL_POOL_DESTROY] = {"op", "name", NULL},
 };
 
@@ -645,13 +645,19 @@ parse_pool(struct json_object *args, struct ctl_request *req, char *err, size_t 
     if (r < 0 || req->pool_op == CTL_POOL_DESTROY)
         return r;
     create = req->pool_op == CTL_POOL_CREATE;
-    if ((create && (r = parse_cpus(args, req, err, errlen)) < 0) ||
+    if (((create || json_object_object_get_ex(args, "cpus", NULL)) &&
+         (r = parse_cpus(args, req, err, errlen)) < 0) ||
         (r = get_string(args, "policy", create, CS_KEY, req->policy, VS_KEY_SIZE, err, errlen)) <
             0 ||
         (r = parse_params(args, req, err, errlen)) < 0)
         return r;
-    if (!create && req->policy[0] == '\0' && req->nr_params == 0)
-        return fail(err, errlen, -EINVAL, "pool set needs a policy or params");
+    if (create)
+        return 0;
+    if (req->cpus[0] != '\0' && (req->policy[0] != '\0' || req->nr_params > 0))
+        return fail(err, errlen, -EINVAL,
+                    "pool set: cpus change alone (then the policy or params, a second set)");
+    if (req->cpus[0] == '\0' && req->policy[0] == '\0' && req->nr_params == 0)
+        return fail(err, errlen, -EINVAL, "pool set needs cpus, a policy or params");
     return 0;
 }
 

@@ -398,6 +398,30 @@ dispatch_apply(struct sched_pool *sp, uint64_t now)
 }
 
 void
+dispatch_lower_all(struct sched_pool *sp)
+{
+    const struct act_prio *prio = &sp->s->cfg.prio;
+    char err[SCHED_ERRLEN];
+
+    VS_ASSERT(sched_pool_held(sp));
+    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
+        struct sched_thread *th = sp->cpus[i].mid;
+
+        sp->cpus[i].mid = NULL;
+        if (th == NULL || th->mid_on != (int)i)
+            continue;
+        th->mid_on = -1;
+        if (th->gone)
+            continue;
+        err[0] = '\0';
+        act_book(sp, th,
+                 act_set_level(th->act, prio, ACT_LEVEL_LOW, sp->s->cfg.move_rt_cgroup, err,
+                               sizeof(err)),
+                 "lower to LOW", err);
+    }
+}
+
+void
 dispatch_forget(struct sched_pool *sp, struct sched_thread *th)
 {
     VS_ASSERT(sched_pool_held(sp));

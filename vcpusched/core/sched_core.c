@@ -121,24 +121,20 @@ pool_free(struct sched *s, struct sched_pool *sp)
 {
     pthread_mutex_lock(&s->ev_lock);
     pthread_mutex_unlock(&s->ev_lock);
-    for (unsigned int i = 0; i < sp->nr_cpus; i++) {
-        if (sp->cpus[i].kick_fd >= 0)
-            close(sp->cpus[i].kick_fd);
-        if (sp->cpus[i].timer_fd >= 0)
-            close(sp->cpus[i].timer_fd);
-    }
+    for (unsigned int i = 0; i < sp->nr_cpus; i++)
+        sched_cpu_close(&sp->cpus[i]);
     pthread_mutex_destroy(&sp->lock);
     pthread_mutex_destroy(&sp->ctl_mx);
     pthread_cond_destroy(&sp->ctl_cv);
     free(sp);
 }
 
-static int
-pool_cpus_check(struct sched *s, const struct policy_cpu *cpus, unsigned int n, char *err,
-                size_t errlen)
+int
+sched_cpus_check(struct sched *s, const struct sched_pool *own, const struct policy_cpu *cpus,
+                 unsigned int n, char *err, size_t errlen)
 {
     for (unsigned int i = 0; i < n; i++) {
-        if (sched_cpu_is_managed(s, cpus[i].cpu)) {
+        if (sched_cpu_is_managed(s, cpus[i].cpu) && !sched_pool_has_cpu(own, cpus[i].cpu)) {
             snprintf(err, errlen, "cpu %d already belongs to a pool", cpus[i].cpu);
             return -EBUSY;
         }
@@ -157,18 +153,48 @@ pool_cpus_check(struct sched *s, const struct policy_cpu *cpus, unsigned int n, 
     return 0;
 }
 
+bool
+sched_pool_has_cpu(const struct sched_pool *sp, int host)
+{
+    for (unsigned int i = 0; sp != NULL && i < sp->nr_cpus; i++)
+        if (sp->cpus[i].host == host)
+            return true;
+    return false;
+}
+
+int
+sched_cpu_open(struct sched_cpu *c, char *err, size_t errlen)
+{
+    c->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (c->kick_fd < 0 || c->timer_fd < 0) {
+        int e = errno;
+
+        snprintf(err, errlen, "cpu %d: %s", c->host, strerror(e));
+        sched_cpu_close(c);
+        return -e;
+    }
+    return 0;
+}
+
+void
+sched_cpu_close(struct sched_cpu *c)
+{
+    if (c->kick_fd >= 0)
+        close(c->kick_fd);
+    if (c->timer_fd >= 0)
+        close(c->timer_fd);
+    c->kick_fd = c->timer_fd = -1;
+}
+
 static int
 pool_fds(struct sched_pool *sp, char *err, size_t errlen)
 {
     for (unsigned int i = 0; i < sp->nr_cpus; i++) {
-        struct sched_cpu *c = &sp->cpus[i];
+        int r = sched_cpu_open(&sp->cpus[i], err, errlen);
 
-        c->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (c->kick_fd < 0 || c->timer_fd < 0) {
-            snprintf(err, errlen, "pool %s: %s", sp->pool.name, strerror(errno));
-            return -errno;
-        }
+        if (r < 0)
+            return r;
     }
     return 0;
 }
@@ -194,7 +220,7 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
         snprintf(err, errlen, "at most %d pools", SCHED_MAX_POOLS);
         goto out;
     }
-    r = pool_cpus_check(s, cpus, nr_cpus, err, errlen);
+    r = sched_cpus_check(s, NULL, cpus, nr_cpus, err, errlen);
     if (r < 0)
         goto out;
     r = -ENOMEM;

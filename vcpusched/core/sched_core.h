@@ -61,6 +61,14 @@ int sched_pool_create(struct sched *s, const char *name, const struct policy_cpu
 int sched_pool_set(struct sched *s, const char *name, const char *policy, const struct kv *kv,
                    size_t n, char *err, size_t errlen);
 int sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen);
+/*
+ * Change a running pool's CPUs to cpus[0..n) (sched_resize.c), its domains
+ * staying attached and scheduled. Refused, with nothing changed, where a
+ * CPU belongs to another pool or a vCPU thread's cgroup cpuset allows none
+ * of the new CPUs. The same CPUs: nothing to do.
+ */
+int sched_pool_resize(struct sched *s, const char *name, const struct policy_cpu *cpus,
+                      unsigned int n, char *err, size_t errlen);
 /* True if the host CPU belongs to a pool. */
 bool sched_cpu_is_managed(const struct sched *s, int cpu);
 

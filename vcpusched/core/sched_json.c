@@ -231,6 +231,7 @@ pool_json(struct sched_pool *sp)
                                json_object_new_string(sp->pool.last_violation));
     json_object_object_add(o, "policy_switches",
                            json_object_new_int64((int64_t)sp->pool.stats.policy_switches));
+    json_object_object_add(o, "resizes", json_object_new_int64((int64_t)sp->pool.stats.resizes));
     json_object_object_add(o, "timers", json_object_new_int64((int64_t)sp->pool.stats.timers));
     json_object_object_add(o, "clock_clamps",
                            json_object_new_int64((int64_t)sp->pool.stats.clock_clamps));

@@ -13,20 +13,13 @@
 
 #include "sched_priv.h"
 
-/*
- * Which CPUs of pool `to` the cgroup cpuset of each of d's threads allows,
- * into aff[]. Probing moves a thread (act_probe_cpus), so each goes back
- * to the CPU it had at once, under its pool's lock, which its dispatchers
- * take to pin it. -EINVAL if a thread may use no CPU of `to`.
- */
-static int
-move_probe(struct sched_dom *d, struct sched_pool *to, struct cpuset *aff, char *err, size_t errlen)
+int
+sched_probe_cpus(struct sched_dom *d, const int *hosts, unsigned int n, const char *what,
+                 struct cpuset *aff, char *err, size_t errlen)
 {
     struct sched_pool *from = d->sp;
-    int hosts[CPUSET_MAX], r = 0;
+    int r = 0;
 
-    for (unsigned int i = 0; i < to->nr_cpus; i++)
-        hosts[i] = to->cpus[i].host;
     sched_pool_lock(from);
     for (unsigned int i = 0; i < d->nr_threads && r >= 0; i++) {
         struct act_thread *a = d->threads[i]->act;
@@ -34,19 +27,32 @@ move_probe(struct sched_dom *d, struct sched_pool *to, struct cpuset *aff, char 
 
         if (d->threads[i]->gone)
             continue; /* aff[i] empty: any CPU */
-        r = act_probe_cpus(a, hosts, to->nr_cpus, &aff[i]);
+        r = act_probe_cpus(a, hosts, n, &aff[i]);
         if (was >= 0)
             (void)act_set_cpu(a, was);
         if (r < 0)
             snprintf(err, errlen, "thread %d: %s", (int)a->tid, strerror(-r));
         else if (cpuset_empty(&aff[i])) {
-            snprintf(err, errlen, "thread %d may not run on any cpu of pool %s (its cgroup cpuset)",
-                     (int)a->tid, to->pool.name);
+            snprintf(err, errlen, "%s: thread %d may not run on any cpu of %s (its cgroup cpuset)",
+                     d->name, (int)a->tid, what);
             r = -EINVAL;
         }
     }
     sched_pool_unlock(from);
     return r < 0 ? r : 0;
+}
+
+/* Which CPUs of pool `to` each of d's threads may use (sched_probe_cpus). */
+static int
+move_probe(struct sched_dom *d, struct sched_pool *to, struct cpuset *aff, char *err, size_t errlen)
+{
+    int hosts[CPUSET_MAX];
+    char what[VS_NAME_SIZE + 8];
+
+    for (unsigned int i = 0; i < to->nr_cpus; i++)
+        hosts[i] = to->cpus[i].host;
+    snprintf(what, sizeof(what), "pool %s", to->pool.name);
+    return sched_probe_cpus(d, hosts, to->nr_cpus, what, aff, err, errlen);
 }
 
 /*

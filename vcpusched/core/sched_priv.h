@@ -228,6 +228,11 @@ void dispatch_stop(struct sched_pool *sp);
 /* With the pool lock held: actuate new placement/parking and decisions. */
 void dispatch_apply(struct sched_pool *sp, uint64_t now);
 void dispatch_kick(struct sched_pool *sp, const struct cpuset *cpus);
+/*
+ * Lower every thread raised on the pool's CPUs (pool lock held, its
+ * dispatchers stopped): before the CPUs change under them.
+ */
+void dispatch_lower_all(struct sched_pool *sp);
 /* Release a thread's actuation state (pool lock held). */
 void dispatch_forget(struct sched_pool *sp, struct sched_thread *th);
 /* A thread exited: it sleeps for good and the reaper may detach its domain (pool lock held). */
@@ -278,6 +283,25 @@ int sched_thread_open(struct sched *s, struct sched_thread *th, pid_t tid, struc
                       char *err, size_t errlen);
 /* Give ths[0..n) back and free them (out of their pool already); NULLs skipped. */
 void sched_threads_release(struct sched *s, struct sched_thread **ths, unsigned int n);
+
+/*
+ * sched_move.c: which of host CPUs hosts[0..n) the cgroup cpuset of each
+ * of d's threads allows, into aff[] (indexes into hosts; a gone thread's
+ * empty). Probing moves a thread (act_probe_cpus), so each goes back to
+ * the CPU it had at once, under its pool's lock, which its dispatchers
+ * take to pin it. -EINVAL if a thread may use none (`what` names them).
+ */
+int sched_probe_cpus(struct sched_dom *d, const int *hosts, unsigned int n, const char *what,
+                     struct cpuset *aff, char *err, size_t errlen);
+
+/* sched_core.c: cpus[0..n) free for a pool (or already `own`'s), each once, none the dedicated
+ * dispatcher's. */
+int sched_cpus_check(struct sched *s, const struct sched_pool *own, const struct policy_cpu *cpus,
+                     unsigned int n, char *err, size_t errlen);
+bool sched_pool_has_cpu(const struct sched_pool *sp, int host);
+/* A CPU record's descriptors (kick eventfd, timerfd): opened (-errno, none left), closed. */
+int sched_cpu_open(struct sched_cpu *c, char *err, size_t errlen);
+void sched_cpu_close(struct sched_cpu *c);
 
 /* sched_vcpus.c: whether `tid` is one of d's vCPU threads (gone or not). */
 bool sched_dom_has_tid(const struct sched_dom *d, pid_t tid);

@@ -77,8 +77,8 @@ static const struct ctl_command commands[] = {
     {"pool list", CTL_POOL, CTL_POOL_LIST, "[--json]", build_none, ctl_show_pools},
     {"pool create", CTL_POOL, CTL_POOL_CREATE, "NAME cpus=LIST policy=NAME [key=value ...]",
      build_pool_words, NULL},
-    {"pool set", CTL_POOL, CTL_POOL_SET, "NAME [policy=NAME] [key=value ...]", build_pool_words,
-     NULL},
+    {"pool set", CTL_POOL, CTL_POOL_SET, "NAME cpus=LIST | NAME [policy=NAME] [key=value ...]",
+     build_pool_words, NULL},
     {"pool destroy", CTL_POOL, CTL_POOL_DESTROY, "NAME", build_name, NULL},
     {"version", CTL_VERSION, 0, "", build_none, show_version},
     {"help", CTL_HELP, 0, "[POLICY]", build_help, ctl_show_policies},
@@ -380,7 +380,7 @@ take_pool_word(struct ctl_opts *o, const char *key, const char *val)
 {
     if (strcmp(key, "policy") == 0)
         return copy_word(o->req->policy, VS_KEY_SIZE, val, "policy") != 0 ? -1 : 0;
-    if (strcmp(key, "cpus") == 0 && o->req->pool_op == CTL_POOL_CREATE)
+    if (strcmp(key, "cpus") == 0)
         return copy_word(o->req->cpus, CTL_CPUS_SIZE, val, "cpus") != 0 ? -1 : 0;
     return 1;
 }

@@ -246,9 +246,14 @@ managed_cpus(struct daemon_ctx *d, cpu_set_t *set)
             CPU_SET(c, set);
 }
 
-int
-daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
-                   const char *policy, const struct kv *kv, size_t nkv, char *err, size_t errlen)
+/*
+ * The managed CPUs change: a pool created (policy != NULL) or resized on
+ * host CPUs hosts[0..n), described and checked first, the housekeeping
+ * CPUs following.
+ */
+static int
+pool_cpus_change(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                 const char *policy, const struct kv *kv, size_t nkv, char *err, size_t errlen)
 {
     struct policy_cpu cpus[CPUSET_MAX];
     cpu_set_t was;
@@ -260,10 +265,38 @@ daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, uns
     if (r < 0)
         return r;
     managed_cpus(d, &was);
-    r = sched_pool_create(d->sched, name, cpus, n, policy, kv, nkv, err, errlen);
+    if (policy != NULL)
+        r = sched_pool_create(d->sched, name, cpus, n, policy, kv, nkv, err, errlen);
+    else
+        r = sched_pool_resize(d->sched, name, cpus, n, err, errlen);
     if (r == 0)
         housekeeping_update(d, &was);
     return r;
+}
+
+int
+daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                   const char *policy, const struct kv *kv, size_t nkv, char *err, size_t errlen)
+{
+    return pool_cpus_change(d, name, hosts, n, policy, kv, nkv, err, errlen);
+}
+
+int
+daemon_pool_resize(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                   char *err, size_t errlen)
+{
+    return pool_cpus_change(d, name, hosts, n, NULL, NULL, 0, err, errlen);
+}
+
+/* The codec has parsed and checked req->cpus into req->cpuset: host CPU numbers. */
+static int
+req_hosts(const struct ctl_request *req, int *hosts, unsigned int *n, char *err, size_t errlen)
+{
+    if (cpuset_to_array(&req->cpuset, hosts, CPUSET_MAX, n) < 0) {
+        snprintf(err, errlen, "cpus: a pool has at most %d", CPUSET_MAX);
+        return -E2BIG;
+    }
+    return 0;
 }
 
 static int
@@ -271,12 +304,10 @@ pool_create(struct daemon_ctx *d, const struct ctl_request *req, char *err, size
 {
     int hosts[CPUSET_MAX];
     unsigned int n;
+    int r = req_hosts(req, hosts, &n, err, errlen);
 
-    /* The codec has parsed and checked req->cpus into req->cpuset. */
-    if (cpuset_to_array(&req->cpuset, hosts, CPUSET_MAX, &n) < 0) {
-        snprintf(err, errlen, "cpus: a pool has at most %d", CPUSET_MAX);
-        return -E2BIG;
-    }
+    if (r < 0)
+        return r;
     return daemon_pool_create(d, req->name, hosts, n, req->policy[0] ? req->policy : "credit",
                               req->params, req->nr_params, err, errlen);
 }
@@ -295,6 +326,13 @@ do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object 
     case CTL_POOL_CREATE:
         return pool_create(d, req, err, errlen);
     case CTL_POOL_SET:
+        if (req->cpus[0] != '\0') {
+            int hosts[CPUSET_MAX];
+            unsigned int n;
+
+            r = req_hosts(req, hosts, &n, err, errlen);
+            return r < 0 ? r : daemon_pool_resize(d, req->name, hosts, n, err, errlen);
+        }
         return sched_pool_set(d->sched, req->name, req->policy[0] ? req->policy : NULL, req->params,
                               req->nr_params, err, errlen);
     case CTL_POOL_DESTROY:

@@ -60,6 +60,9 @@ int daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n
 int daemon_pool_create(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
                        const char *policy, const struct kv *kv, size_t nkv, char *err,
                        size_t errlen);
+/* A running pool's CPUs changed (sched_pool_resize), the housekeeping CPUs following. */
+int daemon_pool_resize(struct daemon_ctx *d, const char *name, const int *hosts, unsigned int n,
+                       char *err, size_t errlen);
 int daemon_pool_cpus(const char *list, const cpu_set_t *online, int *cpus, unsigned int *n,
                      char *err, size_t errlen);
 

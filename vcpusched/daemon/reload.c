@@ -125,6 +125,7 @@ reload_pool(struct daemon_ctx *ctx, struct json_object *pools, const struct conf
     struct json_object *live;
     unsigned int n;
     size_t nkv;
+    int changed = 0;
 
     snprintf(params, sizeof(params), "%s", p->params);
     r = daemon_pool_cpus(p->cpus, online, cpus, &n, err, sizeof(err));
@@ -142,11 +143,11 @@ reload_pool(struct daemon_ctx *ctx, struct json_object *pools, const struct conf
         return 1;
     }
     if (!same_cpus(live, cpus, n)) {
-        snprintf(err, sizeof(err),
-                 "cpus differ from the running pool's: not applied (restart, or vcpuschedctl "
-                 "pool destroy and create)");
-        r = -EBUSY;
-        goto refused;
+        r = daemon_pool_resize(ctx, p->name, cpus, n, err, sizeof(err));
+        if (r < 0)
+            goto refused;
+        log_info("reload: pool %s: cpus -> %s", p->name, p->cpus);
+        changed = 1;
     }
     if (strcmp(live_str(live, "policy"), p->policy) != 0) {
         r = sched_pool_set(ctx->sched, p->name, p->policy, kv, nkv, err, sizeof(err));
@@ -158,7 +159,7 @@ reload_pool(struct daemon_ctx *ctx, struct json_object *pools, const struct conf
     }
     nkv = changed_params(live, kv, nkv);
     if (nkv == 0)
-        return 0;
+        return changed;
     r = sched_pool_set(ctx->sched, p->name, NULL, kv, nkv, err, sizeof(err));
     if (r < 0)
         goto refused;

@@ -647,6 +647,31 @@ bgclass_switch_end(struct pool *p, uint64_t now)
         rebuild(p, now);
 }
 
+int
+bgclass_cpus_prepare(const struct bgclass *cls, unsigned int nr_cpus, struct bgclass_cpu **out,
+                     char *err)
+{
+    *out = NULL;
+    if (cls->cpu == NULL)
+        return 0;
+    *out = calloc(nr_cpus, sizeof(**out));
+    if (*out == NULL) {
+        snprintf(err, POLICY_ERRLEN, "out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void
+bgclass_cpus_commit(struct bgclass *cls, unsigned int nr_cpus, struct bgclass_cpu *cpu)
+{
+    if (cls->cpu != NULL) {
+        free(cls->cpu);
+        cls->cpu = cpu; /* every count and queue is rebuilt at bgclass_switch_end */
+    }
+    cls->nr_cpus = nr_cpus;
+}
+
 void
 bgclass_pool_apply(struct pool *p, const struct kv *kv, size_t n)
 {

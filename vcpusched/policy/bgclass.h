@@ -124,6 +124,14 @@ void bgclass_dom_set(struct pool *p, struct pool_dom *d, bool bg, uint64_t now);
  */
 void bgclass_switch_begin(struct pool *p);
 void bgclass_switch_end(struct pool *p, uint64_t now);
+/*
+ * A change of the pool's CPUs (inside a switch's begin and end): per-CPU
+ * state for `nr_cpus` CPUs, allocated before anything changes if the
+ * layer has any (*out NULL if not), then taken in place of the old.
+ */
+int bgclass_cpus_prepare(const struct bgclass *cls, unsigned int nr_cpus, struct bgclass_cpu **out,
+                         char *err);
+void bgclass_cpus_commit(struct bgclass *cls, unsigned int nr_cpus, struct bgclass_cpu *cpu);
 
 /* --- hot path --- */
 

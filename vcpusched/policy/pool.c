@@ -9,15 +9,15 @@
 
 #include "common/assert.h"
 #include "common/names.h"
-#include "pool.h"
+#include "pool_priv.h"
 
 /* After a contract violation the CPU idles this long before a retry. */
 #define POOL_VIOLATION_RETRY_NS NSEC_PER_MSEC
 
 /* --- Parameter store ------------------------------------------------ */
 
-static void
-kvs_clear(struct pool_kvs *s)
+void
+pool_kvs_clear(struct pool_kvs *s)
 {
     for (unsigned int i = 0; i < s->n; i++) {
         free(s->kv[i].key);
@@ -30,8 +30,8 @@ kvs_clear(struct pool_kvs *s)
  * Merge kv into s (a given key replaces the stored one). All-or-nothing:
  * the copies are made first. Parsing has already bounded n by the schema.
  */
-static int
-kvs_merge(struct pool_kvs *s, const struct kv *kv, size_t n)
+int
+pool_kvs_merge(struct pool_kvs *s, const struct kv *kv, size_t n)
 {
     char *k[VS_PARAMS_MAX] = {0}, *v[VS_PARAMS_MAX] = {0};
     size_t i;
@@ -69,8 +69,8 @@ fail:
     return -ENOMEM;
 }
 
-static size_t
-kvs_view(const struct pool_kvs *s, struct kv *out)
+size_t
+pool_kvs_view(const struct pool_kvs *s, struct kv *out)
 {
     for (unsigned int i = 0; i < s->n; i++) {
         out[i].key = s->kv[i].key;
@@ -81,8 +81,8 @@ kvs_view(const struct pool_kvs *s, struct kv *out)
 
 /* --- Policy-side headers of a domain ---------------------------------- */
 
-static void
-hdr_free(struct policy_dom *pd)
+void
+pool_hdr_free(struct policy_dom *pd)
 {
     if (pd == NULL)
         return;
@@ -97,8 +97,8 @@ hdr_free(struct policy_dom *pd)
 }
 
 /* Fresh headers (and zeroed private data) of `d` for a policy `ops`. */
-static struct policy_dom *
-hdr_new(const struct policy_ops *ops, struct pool_dom *d, uint32_t first_vcpu_id)
+struct policy_dom *
+pool_hdr_new(const struct policy_ops *ops, struct pool_dom *d, uint32_t first_vcpu_id)
 {
     struct policy_dom *pd = calloc(1, sizeof(*pd));
 
@@ -130,14 +130,14 @@ hdr_new(const struct policy_ops *ops, struct pool_dom *d, uint32_t first_vcpu_id
     }
     return pd;
 fail:
-    hdr_free(pd);
+    pool_hdr_free(pd);
     return NULL;
 }
 
 /* Add a domain and its vCPUs to a policy instance. */
-static int
-inst_add(struct policy *pol, struct policy_dom *pd, const struct policy_values *dv, uint64_t now,
-         char *err)
+int
+pool_inst_add(struct policy *pol, struct policy_dom *pd, const struct policy_values *dv,
+              uint64_t now, char *err)
 {
     int r = policy_dom_add(pol, pd, dv, err);
 
@@ -169,8 +169,8 @@ dirty_purge(struct policy *pol, struct policy_dom *pd)
     }
 }
 
-static void
-inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
+void
+pool_inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
 {
     for (unsigned int i = 0; i < pd->nr_vcpus; i++)
         pol->ops->vcpu_remove(pol, pd->vcpus[i], now);
@@ -180,8 +180,8 @@ inst_remove(struct policy *pol, struct policy_dom *pd, uint64_t now)
 
 /* --- Pool ------------------------------------------------------------ */
 
-static void
-collect(struct pool *p)
+void
+pool_collect(struct pool *p)
 {
     cpuset_or(&p->need_pick, &p->pol.tickled);
     cpuset_zero(&p->pol.tickled);
@@ -194,8 +194,8 @@ collect(struct pool *p)
  * so a call may arrive stamped a little before the previous one. Returns
  * the time to give the policy.
  */
-static uint64_t
-flush_charges(struct pool *p, uint64_t now)
+uint64_t
+pool_flush_charges(struct pool *p, uint64_t now)
 {
     struct pool_vcpu *v;
 
@@ -269,7 +269,7 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
     memcpy(p->cpus, cpus, nr_cpus * sizeof(*cpus));
     p->nr_cpus = nr_cpus;
     r = policy_create(&p->pol, ops, p->cpus, nr_cpus, pk, pn, err);
-    if (r == 0 && kvs_merge(&p->params, pk, pn) < 0) {
+    if (r == 0 && pool_kvs_merge(&p->params, pk, pn) < 0) {
         policy_destroy(&p->pol);
         snprintf(err, POLICY_ERRLEN, "out of memory");
         r = -ENOMEM;
@@ -292,8 +292,8 @@ pool_init(struct pool *p, const char *name, const char *policy, const struct pol
 static void
 dom_free(struct pool_dom *d)
 {
-    hdr_free(d->pd);
-    kvs_clear(&d->params);
+    pool_hdr_free(d->pd);
+    pool_kvs_clear(&d->params);
     for (unsigned int i = 0; d->vcpus != NULL && i < d->nr_vcpus; i++)
         free(d->vcpus[i]);
     free(d->vcpus);
@@ -308,7 +308,7 @@ pool_fini(struct pool *p, uint64_t now)
     while ((d = TAILQ_FIRST(&p->doms)) != NULL)
         pool_dom_remove(p, d, now);
     policy_destroy(&p->pol);
-    kvs_clear(&p->params);
+    pool_kvs_clear(&p->params);
     bgclass_fini(&p->cls);
     free(p->cpus);
     memset(p, 0, sizeof(*p));
@@ -403,14 +403,14 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
             cpuset_and(&v->affinity, &affinity[i]);
         v->elected_on = -1;
     }
-    if (kvs_merge(&d->params, pk, pn) < 0)
+    if (pool_kvs_merge(&d->params, pk, pn) < 0)
         goto nomem;
-    d->pd = hdr_new(p->pol.ops, d, p->next_vcpu_id);
+    d->pd = pool_hdr_new(p->pol.ops, d, p->next_vcpu_id);
     if (d->pd == NULL)
         goto nomem;
     for (unsigned int i = 0; i < nr_vcpus; i++)
         d->vcpus[i]->pv = d->pd->vcpus[i];
-    r = inst_add(&p->pol, d->pd, &dv, now, err);
+    r = pool_inst_add(&p->pol, d->pd, &dv, now, err);
     if (r < 0) {
         dom_free(d);
         return r;
@@ -420,7 +420,7 @@ pool_dom_add(struct pool *p, const char *name, unsigned int nr_vcpus, const stru
     p->nr_doms++;
     bgclass_dom_join(p, d, bg > 0, now);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
     if (out != NULL)
         *out = d;
     return 0;
@@ -434,7 +434,7 @@ nomem:
 void
 pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
 {
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     for (unsigned int i = 0; i < d->nr_vcpus; i++) {
         struct pool_vcpu *v = d->vcpus[i];
 
@@ -446,12 +446,12 @@ pool_dom_remove(struct pool *p, struct pool_dom *d, uint64_t now)
         charge_list_remove(p, v);
     }
     bgclass_dom_leave(p, d, now);
-    inst_remove(&p->pol, d->pd, now);
+    pool_inst_remove(&p->pol, d->pd, now);
     TAILQ_REMOVE(&p->doms, d, link);
     p->nr_doms--;
     dom_free(d);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
 }
 
 /* Drop v from the dirty list (it is going away). */
@@ -529,12 +529,12 @@ pool_vcpu_add(struct pool *p, struct pool_dom *d, const struct cpuset *affinity,
     d->vcpus = vs;
     d->pd->vcpus = pvs;
     d->nr_vcpus = d->pd->nr_vcpus = n + 1;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     ops->vcpu_add(&p->pol, pv, now);
     policy_vcpu_mark_dirty(&p->pol, pv); /* the caller pins it */
     bgclass_vcpu_join(p, v, d->background, now);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
     if (out != NULL)
         *out = v;
     return 0;
@@ -548,7 +548,7 @@ pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now)
 
     if (d->nr_vcpus <= 1)
         return -EBUSY;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     if (v->elected_on >= 0) {
         p->cpu[v->elected_on].elected = NULL;
         cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
@@ -570,7 +570,7 @@ pool_vcpu_remove(struct pool *p, struct pool_vcpu *v, uint64_t now)
     free(v->pv);
     free(v);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
     return 0;
 }
 
@@ -581,7 +581,7 @@ pool_dom_params_for(const struct pool_dom *d, const struct policy_ops *ops, cons
     static const struct kv background = {BGCLASS_KEY, "background"};
     struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX], own[VS_PARAMS_MAX];
     struct policy_values val;
-    size_t nown = kvs_view(&d->params, own), k = 0, pn, cn;
+    size_t nown = pool_kvs_view(&d->params, own), k = 0, pn, cn;
     int r, bg;
 
     if (n > VS_PARAMS_MAX) {
@@ -632,18 +632,18 @@ set_policy(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n,
         if (backup.kv[i].key == NULL || backup.kv[i].val == NULL)
             goto nomem;
     }
-    if (kvs_merge(store, kv, n) < 0)
+    if (pool_kvs_merge(store, kv, n) < 0)
         goto nomem;
     r = policy_set_params(&p->pol, d ? d->pd : NULL, val, now, err);
     if (r < 0) {
-        kvs_clear(store);
+        pool_kvs_clear(store);
         *store = backup;
         return r;
     }
-    kvs_clear(&backup);
+    pool_kvs_clear(&backup);
     return 0;
 nomem:
-    kvs_clear(&backup);
+    pool_kvs_clear(&backup);
     snprintf(err, POLICY_ERRLEN, "out of memory");
     return -ENOMEM;
 }
@@ -670,7 +670,7 @@ pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint
         r = policy_values_parse(schema, pk, pn, false, &val, err);
     if (r < 0)
         return r;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     if (pn > 0 || cn == 0) { /* a request of class keys alone leaves the policy alone */
         r = set_policy(p, d, pk, pn, &val, now, err);
         if (r < 0)
@@ -681,125 +681,7 @@ pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, uint
     else if (d == NULL)
         bgclass_pool_apply(p, ck, cn);
     bgclass_sync(p, NULL, now);
-    collect(p);
-    return 0;
-}
-
-/* Undo a partly built instance (newpd[0..k) added to np). */
-static void
-switch_unwind(struct policy *np, struct policy_dom **newpd, unsigned int k, unsigned int total,
-              uint64_t now)
-{
-    for (unsigned int i = 0; i < total; i++) {
-        if (i < k)
-            inst_remove(np, newpd[i], now);
-        hdr_free(newpd[i]);
-    }
-    free(newpd);
-    policy_destroy(np);
-}
-
-int
-pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, uint64_t now,
-            char *err)
-{
-    const struct policy_ops *ops = policy_find(policy);
-    struct kv pk[VS_PARAMS_MAX], ck[VS_PARAMS_MAX];
-    struct policy_dom **newpd;
-    struct pool_kvs newparams = {0};
-    struct policy np;
-    struct pool_dom *d;
-    unsigned int k = 0;
-    size_t pn, cn;
-    int r;
-
-    if (ops == NULL) {
-        snprintf(err, POLICY_ERRLEN, "unknown policy '%.32s'", policy);
-        return -EINVAL;
-    }
-    if (n > VS_PARAMS_MAX) {
-        snprintf(err, POLICY_ERRLEN, "more than %d parameters", VS_PARAMS_MAX);
-        return -E2BIG;
-    }
-    bgclass_split(kv, n, false, pk, &pn, ck, &cn);
-    r = bgclass_pool_check(&p->cls, ck, cn, err);
-    if (r == 0)
-        r = policy_create(&np, ops, p->cpus, p->nr_cpus, pk, pn, err);
-    if (r < 0)
-        return r;
-    newpd = calloc(p->nr_doms + 1, sizeof(*newpd));
-    if (newpd == NULL || kvs_merge(&newparams, pk, pn) < 0) {
-        free(newpd);
-        policy_destroy(&np);
-        kvs_clear(&newparams);
-        snprintf(err, POLICY_ERRLEN, "out of memory");
-        return -ENOMEM;
-    }
-    /* Build the new instance completely beside the old one. */
-    TAILQ_FOREACH(d, &p->doms, link)
-    {
-        struct kv dkv[VS_PARAMS_MAX];
-        size_t dn = kvs_view(&d->params, dkv);
-        struct policy_values dv;
-        char why[POLICY_ERRLEN];
-
-        newpd[k] = hdr_new(ops, d, 0);
-        if (newpd[k] == NULL) {
-            snprintf(why, sizeof(why), "out of memory");
-            r = -ENOMEM;
-        } else {
-            r = policy_values_parse(ops->dom_params, dkv, dn, true, &dv, why);
-            if (r == 0)
-                r = inst_add(&np, newpd[k], &dv, now, why);
-        }
-        if (r < 0) {
-            snprintf(err, POLICY_ERRLEN, "domain %s: %s", d->name, why);
-            switch_unwind(&np, newpd, k, k + 1, now);
-            kvs_clear(&newparams);
-            return r;
-        }
-        k++;
-    }
-    /* Commit: tear down the old instance, swap headers and policy. */
-    now = flush_charges(p, now);
-    k = 0;
-    TAILQ_FOREACH(d, &p->doms, link)
-    {
-        inst_remove(&p->pol, d->pd, now);
-        hdr_free(d->pd);
-        d->pd = newpd[k++];
-        for (unsigned int i = 0; i < d->nr_vcpus; i++)
-            d->vcpus[i]->pv = d->pd->vcpus[i];
-    }
-    free(newpd);
-    policy_destroy(&p->pol);
-    p->pol = np;
-    kvs_clear(&p->params);
-    p->params = newparams;
-    for (unsigned int c = 0; c < p->nr_cpus; c++) {
-        if (p->cpu[c].elected != NULL)
-            p->cpu[c].elected->elected_on = -1;
-        p->cpu[c].elected = NULL;
-        p->cpu[c].until = POLICY_NEVER;
-    }
-    cpuset_fill(&p->need_pick, p->nr_cpus);
-    bgclass_switch_begin(p);
-    TAILQ_FOREACH(d, &p->doms, link)
-    {
-        for (unsigned int i = 0; i < d->nr_vcpus; i++) {
-            struct pool_vcpu *v = d->vcpus[i];
-
-            if (v->runnable && !v->cls.held) {
-                v->pv->runnable = true;
-                p->pol.ops->wake(&p->pol, v->pv, now);
-            }
-        }
-    }
-    bgclass_switch_end(p, now);
-    bgclass_pool_apply(p, ck, cn);
-    p->stats.policy_switches++;
-    bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
     return 0;
 }
 
@@ -820,7 +702,7 @@ pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (v->runnable)
         return;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     v->runnable = true;
     v->wakes++;
     p->stats.wakes++;
@@ -829,7 +711,7 @@ pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now)
         p->pol.ops->wake(&p->pol, v->pv, now);
     }
     bgclass_sync(p, v, now);
-    collect(p);
+    pool_collect(p);
 }
 
 void
@@ -837,7 +719,7 @@ pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (!v->runnable)
         return;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     v->runnable = false;
     v->sleeps++;
     p->stats.sleeps++;
@@ -848,7 +730,7 @@ pool_sleep(struct pool *p, struct pool_vcpu *v, uint64_t now)
     if (v->elected_on >= 0)
         cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
     bgclass_sync(p, v, now);
-    collect(p);
+    pool_collect(p);
 }
 
 void
@@ -856,12 +738,12 @@ pool_yield(struct pool *p, struct pool_vcpu *v, uint64_t now)
 {
     if (!v->runnable || v->cls.held || p->pol.ops->yield == NULL)
         return; /* nothing would change (the policy does not know a held vCPU) */
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     policy_yield(&p->pol, v->pv, now);
     if (v->elected_on >= 0)
         cpuset_set(&p->need_pick, (unsigned int)v->elected_on);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
 }
 
 void
@@ -869,12 +751,12 @@ pool_timer(struct pool *p, uint64_t now)
 {
     if (now < p->pol.timer)
         return;
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     p->pol.timer = POLICY_NEVER;
     p->stats.timers++;
     policy_timer(&p->pol, now);
     bgclass_sync(p, NULL, now);
-    collect(p);
+    pool_collect(p);
 }
 
 /* Returns NULL if d respects the ops contract, else what it broke. */
@@ -929,7 +811,7 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     struct pool_vcpu *next;
     const char *bad;
 
-    now = flush_charges(p, now);
+    now = pool_flush_charges(p, now);
     VS_ASSERT(cpu < p->nr_cpus);
     VS_ASSERT(c->elected == NULL || c->elected->elected_on == (int)cpu);
     if (bgclass_active(&p->cls)) {
@@ -958,7 +840,7 @@ pool_pick(struct pool *p, unsigned int cpu, uint64_t now)
     }
     c->elected = next;
     c->until = d.until;
-    collect(p);
+    pool_collect(p);
     cpuset_clear(&p->need_pick, cpu); /* a pick that tickles itself is moot */
     return c;
 }

@@ -79,6 +79,7 @@ struct pool_stats {
     uint64_t timers;
     uint64_t violations; /* decisions that broke the ops contract */
     uint64_t policy_switches;
+    uint64_t resizes;      /* changes of the pool's CPUs */
     uint64_t clock_clamps; /* calls stamped before the previous one, given its time */
 };
 
@@ -161,6 +162,20 @@ int pool_set(struct pool *p, struct pool_dom *d, const struct kv *kv, size_t n, 
  */
 int pool_switch(struct pool *p, const char *policy, const struct kv *kv, size_t n, uint64_t now,
                 char *err);
+
+/*
+ * Change the pool's CPUs to cpus[0..n) (Xen's cpupool-cpu-add and
+ * -remove), every domain staying. aff[k] (k counting vCPUs in domain
+ * order, pool_nr_vcpus of them; NULL, or an entry empty: every new CPU)
+ * is where each vCPU may run, in indexes of the new CPUs. The instance is
+ * built again on the new CPUs as for a switch (same policy, parameters
+ * kept), so a failure, a vCPU left without a CPU among them, leaves the
+ * pool as it was. On success every CPU needs a pick and every vCPU is
+ * dirty (placed anew).
+ */
+int pool_resize(struct pool *p, const struct policy_cpu *cpus, unsigned int n,
+                const struct cpuset *aff, uint64_t now, char *err);
+unsigned int pool_nr_vcpus(const struct pool *p);
 
 /* Events. Duplicates (a wake of a runnable vCPU) are ignored. */
 void pool_wake(struct pool *p, struct pool_vcpu *v, uint64_t now);
