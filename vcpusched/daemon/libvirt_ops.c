@@ -296,6 +296,8 @@ daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req, struct 
     free(m);
     if (r < 0)
         return r;
+    /* Said here too: a hook that gave up waiting (HOOK_TIMEOUT_MS) does not say it. */
+    log_info("libvirt hook: domain %s %s: %s", req->name, ctl_hook_op_name(req->hook_op), done);
     *res = json_object_new_object();
     json_object_object_add(*res, "done", json_object_new_string(done));
     return 0;
