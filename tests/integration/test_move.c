@@ -201,16 +201,20 @@ write_file(const char *path, const char *text)
     ck_assert_msg(fclose(f) == 0, "%s: %s", path, strerror(errno));
 }
 
-START_TEST(test_move_refused_by_cpuset)
+/*
+ * Thread 1 of vm into a cgroup v1 cpuset of CPU 1 only (pool a's), named
+ * after `what` into cg[]; false, said, if there is no such hierarchy.
+ */
+static bool
+cpuset_enter(char *cg, size_t len, const char *what)
 {
-    char cg[128], path[192], buf[64], mems[64] = "0";
-    cpu_set_t one;
+    char path[192], buf[64], mems[64] = "0";
     FILE *f;
 
-    snprintf(cg, sizeof(cg), CPUSET_V1 "/vcpusched-test-move-%d", (int)getpid());
+    snprintf(cg, len, CPUSET_V1 "/vcpusched-test-%s-%d", what, (int)getpid());
     if (access(CPUSET_V1 "/tasks", W_OK) != 0 || mkdir(cg, 0755) != 0) {
-        fprintf(stderr, "test_move: no cgroup v1 cpuset hierarchy: cpuset case skipped\n");
-        return;
+        fprintf(stderr, "test_move: no cgroup v1 cpuset hierarchy: %s cpuset case skipped\n", what);
+        return false;
     }
     f = fopen(CPUSET_V1 "/cpuset.mems", "re");
     if (f != NULL && fgets(mems, sizeof(mems), f) == NULL)
@@ -220,17 +224,36 @@ START_TEST(test_move_refused_by_cpuset)
     snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
     write_file(path, mems);
     snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
-    write_file(path, "1"); /* pool a's CPU only */
+    write_file(path, "1");
     snprintf(path, sizeof(path), "%s/tasks", cg);
     snprintf(buf, sizeof(buf), "%d", (int)fx.tids[1]);
     write_file(path, buf);
-    refused("b", NULL, 0, -EINVAL, "its cgroup cpuset");
-    /* Back to the root cpuset, which widens the affinity: pin it again. */
+    return true;
+}
+
+/* Thread 1 back to the root cpuset, which widens its affinity: pinned to CPU 1 again. */
+static void
+cpuset_leave(const char *cg)
+{
+    char buf[64];
+    cpu_set_t one;
+
+    snprintf(buf, sizeof(buf), "%d", (int)fx.tids[1]);
     write_file(CPUSET_V1 "/tasks", buf);
     CPU_ZERO(&one);
     CPU_SET(1, &one);
     ck_assert_int_eq(sched_setaffinity(fx.tids[1], sizeof(one), &one), 0);
     ck_assert_int_eq(rmdir(cg), 0);
+}
+
+START_TEST(test_move_refused_by_cpuset)
+{
+    char cg[128];
+
+    if (!cpuset_enter(cg, sizeof(cg), "move"))
+        return;
+    refused("b", NULL, 0, -EINVAL, "its cgroup cpuset");
+    cpuset_leave(cg);
 }
 END_TEST
 
@@ -348,37 +371,16 @@ END_TEST
 START_TEST(test_resize_refused_by_cpuset)
 {
     static const int zero[] = {0};
-    char cg[128], path[192], buf[64], mems[64] = "0", err[256] = "";
+    char cg[128], err[256] = "";
     struct placement before;
-    cpu_set_t one;
-    FILE *f;
 
-    snprintf(cg, sizeof(cg), CPUSET_V1 "/vcpusched-test-resize-%d", (int)getpid());
-    if (access(CPUSET_V1 "/tasks", W_OK) != 0 || mkdir(cg, 0755) != 0) {
-        fprintf(stderr, "test_move: no cgroup v1 cpuset hierarchy: resize cpuset case skipped\n");
+    if (!cpuset_enter(cg, sizeof(cg), "resize"))
         return;
-    }
     ck_assert_int_eq(sched_pool_destroy(fx.s, "b", err, sizeof(err)), 0);
-    f = fopen(CPUSET_V1 "/cpuset.mems", "re");
-    if (f != NULL && fgets(mems, sizeof(mems), f) == NULL)
-        snprintf(mems, sizeof(mems), "0");
-    if (f != NULL)
-        fclose(f);
-    snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
-    write_file(path, mems);
-    snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
-    write_file(path, "1"); /* pool a's CPU only */
-    snprintf(path, sizeof(path), "%s/tasks", cg);
-    snprintf(buf, sizeof(buf), "%d", (int)fx.tids[1]);
-    write_file(path, buf);
     placement_get(&before);
     resize_a(zero, 1, -EINVAL, "its cgroup cpuset");
     assert_placement(&before, "refused by a cpuset");
-    write_file(CPUSET_V1 "/tasks", buf);
-    CPU_ZERO(&one);
-    CPU_SET(1, &one);
-    ck_assert_int_eq(sched_setaffinity(fx.tids[1], sizeof(one), &one), 0);
-    ck_assert_int_eq(rmdir(cg), 0);
+    cpuset_leave(cg);
 }
 END_TEST
 
