@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "common/names.h"
+#include "ctl_json.h"
 #include "ctl_proto.h"
 
 #define CTL_PID_MAX    4194304 /* the kernel's PID_MAX_LIMIT: no thread id is larger */
@@ -221,65 +222,31 @@ escape(const char *s, size_t n, char *out, size_t outlen)
 
 /* --- Framing: one line -> one JSON value. --- */
 
-static bool
-is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/*
- * Parse `len` bytes as exactly one JSON value followed by blanks only.
- * json-c's strict mode rejects its own extensions (single quotes, ...);
- * the NUL fed after the input ends a bare number at the end of the line.
- */
+/* `len` bytes as exactly one JSON object followed by blanks only (ctl_json_parse_whole). */
 static int
 line_to_json(const char *line, size_t len, size_t max, struct json_object **out, char *err,
              size_t errlen)
 {
-    struct json_tokener *tok;
-    struct json_object *o;
-    enum json_tokener_error jerr;
-    size_t end;
+    const char *why = "";
+    int r;
 
     *out = NULL;
     if (len >= max)
         return fail(err, errlen, -E2BIG, "line longer than %zu bytes", max);
     if (memchr(line, '\0', len) != NULL)
         return fail(err, errlen, -EPROTO, "line contains a NUL byte");
-    tok = json_tokener_new();
-    if (tok == NULL)
+    r = ctl_json_parse_whole(line, len, JSON_TOKENER_DEFAULT_DEPTH, out, &why);
+    if (r == -ENOMEM || r == -E2BIG)
         return fail(err, errlen, -ENOMEM, "out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-                                    JSON_TOKENER_VALIDATE_UTF8);
-    o = json_tokener_parse_ex(tok, line, (int)len);
-    jerr = json_tokener_get_error(tok);
-    end = json_tokener_get_parse_end(tok);
-    if (o == NULL && jerr == json_tokener_continue) {
-        o = json_tokener_parse_ex(tok, "", 1);
-        jerr = json_tokener_get_error(tok);
-        end = len;
-    }
-    if (o == NULL) {
-        /* json-c parses "null" as success with no object. */
-        if (jerr == json_tokener_success)
-            fail(err, errlen, -EPROTO, "not a JSON object");
-        else
-            fail(err, errlen, -EPROTO, "not JSON: %s", json_tokener_error_desc(jerr));
-        json_tokener_free(tok);
-        return -EPROTO;
-    }
-    json_tokener_free(tok);
-    while (end < len && is_blank(line[end]))
-        end++;
-    if (end < len) {
-        json_object_put(o);
+    if (r == -EPROTO)
+        return fail(err, errlen, -EPROTO, "not JSON: %s", why);
+    if (r == -EBADMSG)
         return fail(err, errlen, -EPROTO, "trailing characters after the JSON value");
-    }
-    if (!json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
+    if (*out == NULL || !json_object_is_type(*out, json_type_object)) {
+        json_object_put(*out);
+        *out = NULL;
         return fail(err, errlen, -EPROTO, "not a JSON object");
     }
-    *out = o;
     return 0;
 }
 
