@@ -262,6 +262,7 @@ sched_pool_create(struct sched *s, const char *name, const struct policy_cpu *cp
         goto out;
     }
     s->pools[s->nr_pools++] = sp;
+    sched_changed(s);
 out:
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -292,6 +293,8 @@ sched_pool_set(struct sched *s, const char *name, const char *policy, const stru
     else
         dispatch_apply(sp, sched_now());
     sched_pool_unlock(sp);
+    if (r == 0)
+        sched_changed(s);
     pthread_mutex_unlock(&s->lock);
     return r;
 }
@@ -321,6 +324,7 @@ sched_pool_destroy(struct sched *s, const char *name, char *err, size_t errlen)
     s->nr_pools--;
     pool_fini(&sp->pool, sched_now());
     pool_free(s, sp);
+    sched_changed(s);
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -501,6 +505,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
     snprintf(d->source, sizeof(d->source), "%s", source);
     snprintf(d->origin, sizeof(d->origin), "%s", origin != NULL ? origin : "");
     d->pid = pid;
+    (void)procid_read(pid, &d->ident); /* a process gone fails below, at its threads */
     d->sp = sp;
     d->nr_threads = n;
     r = 0;
@@ -531,6 +536,7 @@ sched_attach(struct sched *s, const char *name, const char *pool, pid_t pid, con
     }
     TAILQ_INSERT_TAIL(&s->doms, d, link);
     sched_place_scan(s, d);
+    sched_changed(s);
 out:
     pthread_mutex_unlock(&s->lock);
     free(aff);
@@ -551,6 +557,7 @@ dom_detach(struct sched *s, struct sched_dom *d)
     sched_place_release(s, d);
     TAILQ_REMOVE(&s->doms, d, link);
     dom_release(s, d);
+    sched_changed(s);
 }
 
 int
@@ -592,6 +599,8 @@ sched_set(struct sched *s, const char *name, const struct kv *kv, size_t n, char
     else
         dispatch_apply(d->sp, sched_now());
     sched_pool_unlock(d->sp);
+    if (r == 0)
+        sched_changed(s);
     pthread_mutex_unlock(&s->lock);
     return r;
 }

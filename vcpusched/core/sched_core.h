@@ -204,4 +204,24 @@ struct json_object *sched_json_pools(struct sched *s);
 /* Every policy (name NULL) or one with its parameter schemas; NULL if unknown. */
 struct json_object *sched_json_policies(const char *name);
 
+/*
+ * A number that grows whenever pools or domains change (created, set,
+ * resized, destroyed; attached, set, moved, detached, reaped, vCPUs added
+ * or dropped): the daemon writes its live record again when it moved.
+ */
+uint64_t sched_changes(struct sched *s);
+/*
+ * What a restarted daemon needs to attach every domain again
+ * (sched_record.c): an array, one object per domain: name, source,
+ * origin (if any), pid, the process's identity when attached (start_time,
+ * exe_dev, exe_ino), pool, params (as given, class included), and tids
+ * for a domain attached by thread ids. A new object.
+ */
+struct json_object *sched_json_record(struct sched *s);
+/*
+ * Every pool as a restarted daemon makes it again: name, cpus (a CPU
+ * list), policy, params as given. A new object.
+ */
+struct json_object *sched_json_record_pools(struct sched *s);
+
 #endif /* VCPUSCHED_SCHED_CORE_H */

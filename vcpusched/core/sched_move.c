@@ -160,9 +160,10 @@ sched_move(struct sched *s, const char *name, const char *pool, const struct kv 
         sched_pool_lock(from);
     }
     r = pool_dom_add(&to->pool, name, d->nr_threads, aff, use, (size_t)n, sched_now(), &npd, perr);
-    if (r == 0)
+    if (r == 0) {
         move_commit(d, to, npd, run);
-    else
+        sched_changed(s);
+    } else
         snprintf(err, errlen, "%s: %s", name, perr);
     sched_pool_unlock(to);
     sched_pool_unlock(from);

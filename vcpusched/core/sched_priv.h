@@ -22,6 +22,7 @@
 #include <sys/queue.h>
 
 #include "common/assert.h"
+#include "host/procid.h"
 #include "policy/pool.h"
 #include "runacct.h"
 #include "sched_core.h"
@@ -76,6 +77,7 @@ struct sched_dom {
     char source[16];
     char origin[SCHED_ORIGIN_SIZE]; /* where its vCPUs are found again, or "" */
     pid_t pid;
+    struct procid ident; /* pid's process when attached (the live record) */
     struct sched_pool *sp;
     struct pool_dom *pd;
     unsigned int nr_threads;
@@ -195,7 +197,15 @@ struct sched {
     } foreign_scan;
     atomic_int fault; /* test builds: enum sched_fault (dispatch_fault.c) */
     atomic_int fault_cpu;
+    _Atomic uint64_t changes; /* pools and domains changed (sched_changes) */
 };
+
+/* A pool or domain changed: what sched_json_record shows. */
+static inline void
+sched_changed(struct sched *s)
+{
+    atomic_fetch_add(&s->changes, 1);
+}
 
 /*
  * Test builds (VCPUSCHED_FAULTS): where a dispatcher meets an armed fault

@@ -260,6 +260,7 @@ sched_pool_resize(struct sched *s, const char *name, const struct policy_cpu *cp
         if (resize_to(s, sp, was, old_n, back, sizeof(back)) < 0)
             snprintf(sp->last_error, sizeof(sp->last_error), "resize back: %s", back);
     }
+    sched_changed(s); /* the old CPUs again if r < 0: the record is written all the same */
     pthread_mutex_unlock(&s->lock);
     sched_place_all(s);
     return r;

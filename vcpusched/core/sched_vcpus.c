@@ -172,6 +172,8 @@ sched_dom_update(struct sched *s, const char *name, pid_t pid, const pid_t *tids
             changes++;
         }
     }
+    if (changes > 0)
+        sched_changed(s);
 out:
     pthread_mutex_unlock(&s->lock);
     return r < 0 ? r : changes;
