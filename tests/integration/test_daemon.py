@@ -661,12 +661,19 @@ class DaemonTest(unittest.TestCase):
         d.kill9()
         self.assertTrue(vstest.is_fifo(hog.tid))  # stranded, for now
         d2 = self.daemon_on(d.state, policy="rr")
+        # Given back from the state file first, then taken up from the live record.
+        log = d2.read_log()
+        self.assertIn("restored 1 thread", log)
+        self.assertLess(log.index("restored 1 thread"), log.index("live record: 1 domain(s)"))
+        self.assertEqual([x["name"] for x in d2.json("list")["domains"]], ["h"])
+        self.assertTrue(vstest.is_fifo(hog.tid))
+        d2.stop()
         self.assertEqual(vstest.policy(hog.tid), os.SCHED_OTHER)
-        self.assertIn("restored 1 thread", d2.read_log())
 
     def test_stale_guardian_leaves_a_newer_daemon_alone(self):
         """A guardian that wakes up late (stopped here) while a newer daemon
-        owns the state file restores nothing: the new daemon's thread stays
+        owns the state file restores nothing: the new daemon's threads (the
+        one it took up from the live record, and one attached to it) stay
         managed and listed."""
         d1 = self.daemon(policy="rr")
         old, new = self.busy(2)
@@ -676,8 +683,8 @@ class DaemonTest(unittest.TestCase):
         try:
             d1.kill9()
             d2 = self.daemon_on(d1.state, policy="rr")
-            self.assertEqual(vstest.policy(old.tid), os.SCHED_OTHER)  # d2 restored it
-            self.assertIn("restored 1 thread", d2.read_log())
+            self.assertIn("restored 1 thread", d2.read_log())  # then took it up again
+            self.assertTrue(vstest.is_fifo(old.tid))
             d2.ctl("attach", "new", "--pid", str(new.pid))
             self.assertTrue(vstest.is_fifo(new.tid))
         finally:
@@ -687,23 +694,28 @@ class DaemonTest(unittest.TestCase):
         self.assertIsNotNone(vstest.wait_until(lambda: vstest.exited(g1), vstest.stretch(2.0)))
         time.sleep(0.2)
         self.assertTrue(vstest.is_fifo(new.tid), "the stale guardian restored a newer thread")
-        self.assertEqual([x["name"] for x in d2.json("list")["domains"]], ["new"])
+        self.assertTrue(vstest.is_fifo(old.tid), "the stale guardian restored a taken-up thread")
+        self.assertEqual([x["name"] for x in d2.json("list")["domains"]], ["old", "new"])
 
     def test_restart_right_after_kill9(self):
         """20 rounds: kill -9, then a new daemon at once on the same state
-        file, as a service manager's Restart= does; each starts within 3 s,
-        after every thread was restored."""
+        file, as a service manager's Restart= does; each starts within 3 s
+        and manages the domain again, taken up from the live record after
+        the thread was given back (by the guardian, or by the new daemon
+        from the state file)."""
         hog, = self.busy(1)
         d = self.daemon(policy="rr")
+        d.ctl("attach", "h", "--pid", str(hog.pid))
         took = []
         for _ in range(20):
-            d.ctl("attach", "h", "--pid", str(hog.pid))
             self.assertTrue(vstest.is_fifo(hog.tid))
             d.kill9()
             t0 = time.monotonic()
             d = self.daemon_on(d.state, policy="rr")
             took.append(time.monotonic() - t0)
-            self.assertEqual(vstest.policy(hog.tid), os.SCHED_OTHER)
+            dom, = d.json("list")["domains"]
+            self.assertEqual(dom["name"], "h")
+            self.assertIn("live record: 1 domain(s) and 0 pool(s) taken up", d.read_log())
         took.sort()
         vstest.within(self, "slowest of 20 restarts after kill -9 (s)", took[-1],
                       hi=vstest.stretch(3.0))

@@ -7,10 +7,11 @@ packaged unit; with the shipped configuration alone (no managed CPUs
 chosen) the service refuses to start, says why in the journal and is not
 restarted; `systemctl reload` switches a pool's policy with its domain attached;
 `systemctl restart` and `kill -9` of the main process (systemd restarts
-it) each give every managed thread back before the next daemon serves;
+it) each give every managed thread back before the next daemon serves,
+and the next daemon takes every domain up again from the live record;
 `kill -STOP` of the main process: its guardian's watchdog gives every
 thread back and ends it, systemd restarts it, the new daemon reports the
-trip. In test order: install first (tests/rig/tests.list)."""
+trip and takes the domains up again. In test order: install first (tests/rig/tests.list)."""
 
 import os
 import signal
@@ -191,17 +192,32 @@ class ServiceTest(unittest.TestCase):
         ctl("detach", "svc0")
         self.assertTrue(rigtest.restored([hog]))
 
+    def taken_up(self, hogs):
+        """The new daemon manages every hog again, taken up from the live
+        record the old one left in /run/vcpusched (RuntimeDirectoryPreserve=restart)."""
+        names = sorted(x["name"] for x in ctl_json("list")["domains"])
+        self.assertEqual(names, [f"svc{i}" for i in range(len(hogs))])
+        for p in hogs:
+            self.assertTrue(vstest.is_fifo(p.tid))
+            self.assertLessEqual(os.sched_getaffinity(p.tid), {1, 2, 3})
+        journal = rigtest.run("journalctl", "-q", "-o", "cat", f"_PID={main_pid()}",
+                              check=False).stdout
+        self.assertIn(f"live record: {len(hogs)} domain(s) and 0 pool(s) taken up, 0 entries not",
+                      journal)
+
     def test_restart_restores_every_thread(self):
         hogs = self.hogs(3)
-        before = main_pid()
+        before, since = main_pid(), time.time()
         systemctl("restart", rigtest.UNIT)
-        # The stop returned every thread before the new daemon started.
-        self.assertTrue(rigtest.restored(hogs), "threads still managed after restart")
         self.assertNotEqual(main_pid(), before)
         self.assertEqual(unit_prop("ActiveState"), "active")
         self.assertIsNotNone(vstest.wait_until(rigtest.service_answers, 20, step=0.2))
-        self.assertEqual(ctl_json("list")["domains"], [])
-        self.hogs(1)  # and the new one manages again
+        # The stop gave every thread back itself: the new daemon found none
+        # left in the state file ("restored N thread(s) left by ...").
+        self.assertNotIn("left by a previous daemon", self.journal_since(since))
+        self.taken_up(hogs)
+        ctl("detach", "svc1")
+        self.assertTrue(rigtest.restored([hogs[1]]))
 
     def test_kill9_systemd_restarts_and_threads_were_restored(self):
         hogs = self.hogs(3)
@@ -224,8 +240,7 @@ class ServiceTest(unittest.TestCase):
         print(f"# kill -9: threads restored within {restored_at:.3f} s, a new daemon "
               f"(pid {main_pid()}) served after {served_at:.3f} s", flush=True)
         self.assertEqual(int(unit_prop("NRestarts")), restarts + 1)
-        self.assertTrue(rigtest.restored(hogs), "the new daemon took threads it was not given")
-        self.assertEqual(ctl_json("list")["domains"], [])
+        self.taken_up(hogs)
 
     def test_watchdog_stop_systemd_restarts(self):
         """`kill -STOP` of the main process with four hogs on the pool's
@@ -258,7 +273,7 @@ class ServiceTest(unittest.TestCase):
                                   r"for \d+ ms, no dispatcher pass for \d+ ms")
         self.assertIn(f"watchdog: {trips + 1} trip(s) since boot", journal)
         self.assertEqual(ctl_json("stats")["watchdog"]["trips"], trips + 1)
-        self.assertEqual(ctl_json("list")["domains"], [])
+        self.taken_up(hogs)
 
     def test_metrics_served_by_node_exporter(self):
         """The documented Prometheus set-up on the packaged unit: the

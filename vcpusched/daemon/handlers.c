@@ -346,11 +346,10 @@ do_pool(struct daemon_ctx *d, const struct ctl_request *req, struct json_object 
     return -EINVAL;
 }
 
-int
-daemon_handle(void *ctx, const struct ctl_request *req, const struct control_peer *peer,
-              struct json_object **res, char *err, size_t errlen)
+static int
+handle(struct daemon_ctx *d, const struct ctl_request *req, const struct control_peer *peer,
+       struct json_object **res, char *err, size_t errlen)
 {
-    struct daemon_ctx *d = ctx;
     int r;
 
     /* control.c has already refused what a peer may not do. */
@@ -402,6 +401,18 @@ daemon_handle(void *ctx, const struct ctl_request *req, const struct control_pee
     }
     snprintf(err, errlen, "unknown command");
     return -EINVAL;
+}
+
+int
+daemon_handle(void *ctx, const struct ctl_request *req, const struct control_peer *peer,
+              struct json_object **res, char *err, size_t errlen)
+{
+    struct daemon_ctx *d = ctx;
+    int r = handle(d, req, peer, res, err, errlen);
+
+    if (d->changed != NULL)
+        d->changed(d->changed_arg);
+    return r;
 }
 
 /*

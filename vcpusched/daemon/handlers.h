@@ -28,6 +28,12 @@ struct daemon_ctx {
     struct control *ctl;           /* for its counters in `stats` */
     struct statefile *sf;          /* the watchdog's record, for `stats` */
     struct unattached *unattached; /* opted-in libvirt domains not managed, and why */
+    /*
+     * Called after each request, before its answer (control thread): the
+     * live record is written before a client hears that something changed.
+     */
+    void (*changed)(void *arg);
+    void *changed_arg;
 };
 
 /* control_handler_fn for the daemon (see control.h). */
@@ -49,6 +55,12 @@ int daemon_libvirt_threads(struct daemon_ctx *d, const char *domain, pid_t *pid,
 extern const struct libvirt_watch_ops daemon_libvirt_ops;
 int daemon_libvirt_hook(struct daemon_ctx *d, const struct ctl_request *req,
                         struct json_object **res, char *err, size_t errlen);
+/*
+ * Attach running libvirt domain `name` per its <vs:sched> element, as the
+ * hook does (threads and metadata from libvirt's status file). 1 if it has
+ * no such element (nothing done).
+ */
+int daemon_libvirt_attach(struct daemon_ctx *d, const char *name, char *err, size_t errlen);
 
 int daemon_check_pool_cpus(struct daemon_ctx *d, const int *cpus, unsigned int n, char *err,
                            size_t errlen);

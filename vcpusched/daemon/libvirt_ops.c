@@ -229,6 +229,12 @@ lv_sync(void *ctx, const char *name, const struct libvirt_meta *m, enum libvirt_
     return r;
 }
 
+int
+daemon_libvirt_attach(struct daemon_ctx *d, const char *name, char *err, size_t errlen)
+{
+    return lv_attach(d, name, NULL, err, errlen);
+}
+
 static int
 lv_stopped(void *ctx, const char *name, char *err, size_t errlen)
 {

@@ -8,7 +8,9 @@
  * only the control loop sees them; every managed thread is given back
  * before the guardian is told to stand down. SIGHUP re-reads the
  * configuration (reload.c); a service manager hears of readiness,
- * reloads and shutdown through notify.c.
+ * reloads and shutdown through notify.c. What runs is kept in the live
+ * record (live.c), which a new daemon takes up again at start, before it
+ * says it is ready; a stopping daemon leaves the record as it was.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,7 @@
 #include "host/guardian.h"
 #include "handlers.h"
 #include "libvirt/libvirt_watch.h"
+#include "live.h"
 #include "vcpu_resync.h"
 #include "common/log.h"
 #include "host/topology.h"
@@ -59,6 +62,7 @@ struct daemon {
     struct libvirt_watch *libvirt;
     struct vcpu_resync *resync;
     struct metrics_file metrics;
+    struct live live;
     cpu_set_t online;
     cpu_set_t guard_cpus;           /* where the guardian is pinned */
     char park_hold[CGROUP_DIR_MAX]; /* our v1 hold group (act_park_hold), or "" */
@@ -495,6 +499,7 @@ housekeeping(struct daemon *d)
     guardian_repin(d);
     watchdog_ping(d);
     metrics_file_tick(&d->metrics, &d->ctx);
+    live_save(&d->live); /* what the watcher, the reaper and hot-plug changed */
 }
 
 /*
@@ -528,6 +533,8 @@ daemon_reload(struct daemon *d)
             log_warnx("reload: %s: nothing changed", err);
         } else {
             reload_apply(&d->ctx, &d->started, next, &d->online, &res);
+            live_conf_pools(&d->live, next);
+            live_save(&d->live);
             guardian_repin(d); /* new pools took housekeeping CPUs */
             if (res.refused > 0)
                 log_warnx("reload: %s: %u change(s) applied, %u refused", next->config_file,
@@ -731,6 +738,10 @@ daemon_start(struct daemon *d)
     d->ctx.ctl = d->ctl;
     d->ctx.sf = &d->sf;
     pools_create(d);
+    live_restore(&d->live, &d->ctx, d->cfg.state, &d->cfg);
+    d->ctx.changed = live_changed;
+    d->ctx.changed_arg = &d->live;
+    guardian_repin(d); /* pools made again took housekeeping CPUs */
     loop_setup(d);
     libvirt_setup(d);
     if (vcpu_resync_start(&d->resync, &d->ctx, err, sizeof(err)) < 0)
@@ -744,6 +755,7 @@ static void
 daemon_stop(struct daemon *d)
 {
     daemon_notify("STOPPING=1\nSTATUS=giving every managed thread back");
+    d->ctx.changed = NULL;       /* the live record stays as it was, for the next daemon */
     vcpu_resync_stop(d->resync); /* both call into the core */
     libvirt_watch_stop(d->libvirt);
     metrics_file_stop(&d->metrics);

@@ -25,7 +25,8 @@ struct reload_result {
  *   it differs from the running one (its parameters then are exactly
  *   the file's, defaults for the rest); else the parameters whose running
  *   value differs from the file's are set (parameters the file does not
- *   name keep their values). A pool whose CPUs differ is left as it runs;
+ *   name keep their values); its CPUs changed live where they differ
+ *   (daemon_pool_resize);
  * - pools `next` does not name are kept;
  * - any other setting that differs from `started` is refused: it needs
  *   a restart.
