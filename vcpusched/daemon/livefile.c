@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/version.h"
+#include "host/statefile.h"
 #include "livefile.h"
 
 void
@@ -36,17 +37,10 @@ read_safely(const char *path, char **buf, size_t *len, char *err, size_t errlen)
                  errno == ELOOP ? " (a symlink: refused)" : "");
         return errno == ENOENT ? -ENOENT : errno == ELOOP ? -EPERM : -errno;
     }
-    if (fstat(fd, &st) < 0)
-        why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        why = "not a regular file";
-    else if (st.st_uid != geteuid())
-        why = "owned by another user";
-    else if ((st.st_mode & 07777) != 0600)
-        why = "not mode 0600";
-    else if (st.st_size > LIVEREC_MAX_BYTES)
+    why = fstat(fd, &st) < 0 ? strerror(errno) : statefile_unsafe(&st);
+    if (why == NULL && st.st_size > LIVEREC_MAX_BYTES)
         why = "larger than a record can be";
-    else if ((*buf = malloc((size_t)st.st_size + 1)) == NULL)
+    else if (why == NULL && (*buf = malloc((size_t)st.st_size + 1)) == NULL)
         why = "out of memory";
     while (why == NULL && got < st.st_size) {
         ssize_t n = read(fd, *buf + got, (size_t)(st.st_size - got));

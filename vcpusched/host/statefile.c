@@ -69,6 +69,18 @@ check_dir(const char *path, char *err, size_t errlen)
 /* A version 3 file: the same header and slots, no watchdog region. */
 #define V3_LEN (sizeof(struct statefile_hdr) + STATEFILE_SLOTS * sizeof(struct statefile_slot))
 
+const char *
+statefile_unsafe(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "not a regular file";
+    if (st->st_uid != geteuid())
+        return "owned by another user";
+    if ((st->st_mode & 07777) != 0600)
+        return "not mode 0600";
+    return NULL;
+}
+
 /*
  * Open the file itself: never through a symlink; an existing one must be a
  * regular file of ours, mode 0600, of the expected size (or empty: a
@@ -89,17 +101,10 @@ open_file(const char *path, size_t len, char *err, size_t errlen)
                  errno == ELOOP ? " (a symlink: refused)" : "");
         return -errno;
     }
-    if (fstat(fd, &st) < 0)
-        why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        why = "not a regular file";
-    else if (st.st_uid != geteuid())
-        why = "owned by another user";
-    else if ((st.st_mode & 07777) != 0600)
-        why = "not mode 0600";
-    else if (st.st_size != 0 && (size_t)st.st_size != len && (size_t)st.st_size != V3_LEN)
+    why = fstat(fd, &st) < 0 ? strerror(errno) : statefile_unsafe(&st);
+    if (why == NULL && st.st_size != 0 && (size_t)st.st_size != len && (size_t)st.st_size != V3_LEN)
         why = "of an unexpected size (another version?)";
-    else if ((size_t)st.st_size != len && ftruncate(fd, (off_t)len) < 0)
+    else if (why == NULL && (size_t)st.st_size != len && ftruncate(fd, (off_t)len) < 0)
         why = strerror(errno); /* empty (a crash between create and truncate), or version 3 */
     if (why != NULL) {
         snprintf(err, errlen, "state file %s: %s: refused", path, why);

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "actuator.h"
@@ -118,6 +119,12 @@ struct statefile {
     struct statefile_watch *watch; /* after the slots */
 };
 
+/*
+ * Why the file `st` describes is not safe to trust: not a regular file, not
+ * the caller's (the effective user's), or not mode 0600; NULL if it is.
+ * The state file and the daemon's live record.
+ */
+const char *statefile_unsafe(const struct stat *st);
 /*
  * Map the file at `path` (see the header comment for the checks). An
  * existing file of another layout or owner is refused. Restores nothing.
