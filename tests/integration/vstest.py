@@ -406,6 +406,9 @@ class Daemon:
         self.state = os.path.join(self.dir, "state")
         self.log = os.path.join(self.dir, "daemon.log")
         park = ["--park", park_backends()[0]] if os.environ.get("VCPUSCHED_PARK") else []
+        # The rig's: its TCG CPUs stall for seconds (tests/rig/vcpuschedd.conf).
+        if os.environ.get("VCPUSCHED_WATCHDOG_MS") and "--watchdog-ms" not in args:
+            args = ("--watchdog-ms", os.environ["VCPUSCHED_WATCHDOG_MS"], *args)
         self.args = ["--foreground", "--socket", self.sock, "--state", self.state,
                      "--cpus", cpus, "--policy", policy, "--events", events, *park, *args]
         self.proc = None

@@ -82,6 +82,8 @@ log "package $(basename "$deb") ready in $(($(date +%s) - t)) s"
     echo "VS_RIG_DEB=/rig/deb/$(basename "$deb")"
     echo "VCPUSCHED_BUILD=$build"
     echo "VCPUSCHED_TIME_SCALE=$([ "$accel" = tcg ] && echo 10 || echo 1)"
+    # The test daemons' watchdog, as the rig's vcpuschedd.conf has it (why: there).
+    echo "VCPUSCHED_WATCHDOG_MS=$([ "$accel" = tcg ] && echo 5000 || echo 1000)"
     echo "VS_RIG_MODULES=$rig_modules"
     echo "VS_KERNEL=$VS_KERNEL"
     echo "VS_INITRD=$VS_INITRD"
