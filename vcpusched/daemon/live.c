@@ -78,6 +78,7 @@ live_restore(struct live *l, struct daemon_ctx *ctx, const char *state, const st
                  rec.written_by[0] ? rec.written_by : "an unknown version");
         liverec_free(&rec);
     }
-    l->ok = false; /* write it now, whatever happened */
+    l->ok = true;
+    l->saved = sched_changes(ctx->sched) - 1; /* write it now, whatever happened */
     live_save(l);
 }
