@@ -16,6 +16,7 @@
 # daemons, releases the namespace and removes the scratch directory.
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 scratch=${VS_LIBVIRT_SCRATCH:-/tmp/vcpusched-libvirtd}
 ns=$scratch/mnt
 uri=qemu:///system
@@ -61,6 +62,22 @@ make_config() {
     mkdir -p "$scratch/etc/qemu/networks/autostart" "$scratch/etc/hooks"
     mkdir -p "$scratch/lib/qemu" "$scratch/lib/images" "$scratch/log/qemu"
     chown libvirt-qemu:libvirt-qemu "$scratch/lib/qemu" 2>/dev/null || true
+    if kvm_hidden; then
+        printf '\n# libvirtd-private.sh: /dev/kvm hidden (kvm_hidden)\nnamespaces = []\n' \
+            >>"$scratch/etc/qemu.conf"
+    fi
+}
+
+# A /dev/kvm that cannot run guests (vm-images/accel says tcg: a nested
+# paravirtual KVM) is hidden behind an empty root-only file. Else the QEMU
+# libvirt probes as root finds KVM, libvirt's own check as the QEMU user
+# (the device is root's, 0600) does not, and every call that needs QEMU's
+# capabilities finds the cache stale and probes again: 4 s per virsh call,
+# integration.libvirt 5 times slower. libvirt cannot carry a mount on /dev
+# into a domain's own /dev, so the domains then run in the daemon's mount
+# namespace (qemu.conf namespaces = []).
+kvm_hidden() {
+    [ -e /dev/kvm ] && [ "$("$here/../../vm-images/accel")" = tcg ]
 }
 
 mount_ns() {
@@ -73,6 +90,10 @@ mount_ns() {
         mount --bind '$scratch/lib' /var/lib/libvirt
         mount --bind '$scratch/cache' /var/cache/libvirt
         mount --bind '$scratch/log' /var/log/libvirt"
+    if kvm_hidden; then
+        install -m 0600 /dev/null "$scratch/no-kvm"
+        nsenter --mount="$ns" mount --bind "$scratch/no-kvm" /dev/kvm
+    fi
 }
 
 start_libvirtd() {
