@@ -98,12 +98,9 @@ runtime_pools(struct sched *s, char (*conf)[VS_NAME_SIZE], unsigned int n)
 
     for (size_t i = 0; i < json_object_array_length(all); i++) {
         struct json_object *p = json_object_array_get_idx(all, i), *name;
-        bool named = false;
 
         (void)json_object_object_get_ex(p, "name", &name);
-        for (unsigned int k = 0; k < n && !named; k++)
-            named = strcmp(conf[k], json_object_get_string(name)) == 0;
-        if (!named)
+        if (!liverec_conf_has(conf, n, json_object_get_string(name)))
             json_object_array_add(out, json_object_get(p));
     }
     json_object_put(all);

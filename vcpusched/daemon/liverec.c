@@ -388,3 +388,12 @@ liverec_free(struct liverec *rec)
     memset(rec, 0, sizeof(*rec));
     rec->written_by = "";
 }
+
+bool
+liverec_conf_has(char (*conf)[VS_NAME_SIZE], unsigned int n, const char *name)
+{
+    for (unsigned int i = 0; i < n; i++)
+        if (strcmp(conf[i], name) == 0)
+            return true;
+    return false;
+}

@@ -26,6 +26,7 @@
 #ifndef VCPUSCHED_LIVEREC_H
 #define VCPUSCHED_LIVEREC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -82,5 +83,7 @@ struct liverec {
  */
 int liverec_parse(const char *text, size_t len, struct liverec *rec, char *err, size_t errlen);
 void liverec_free(struct liverec *rec);
+/* Whether `name` is a configured pool, conf[0..n): the configuration's, never the record's. */
+bool liverec_conf_has(char (*conf)[VS_NAME_SIZE], unsigned int n, const char *name);
 
 #endif /* VCPUSCHED_LIVEREC_H */

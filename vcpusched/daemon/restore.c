@@ -17,15 +17,6 @@
 #include "policy/bgclass.h"
 #include "restore.h"
 
-static bool
-named(char (*conf)[VS_NAME_SIZE], unsigned int n, const char *name)
-{
-    for (unsigned int i = 0; i < n; i++)
-        if (strcmp(conf[i], name) == 0)
-            return true;
-    return false;
-}
-
 static void
 restore_pools(struct daemon_ctx *ctx, const struct liverec *rec, char (*conf)[VS_NAME_SIZE],
               unsigned int n, struct restore_result *res)
@@ -36,7 +27,7 @@ restore_pools(struct daemon_ctx *ctx, const struct liverec *rec, char (*conf)[VS
         unsigned int nh;
         char err[256];
 
-        if (named(conf, n, p->name)) {
+        if (liverec_conf_has(conf, n, p->name)) {
             log_info("live record: pool %s: the configuration's now, not made from the record",
                      p->name);
             continue;
