@@ -5,14 +5,15 @@
 # read-only over virtiofs, a tmpfs overlay on top, systemd as PID 1, cgroup
 # v2 only) in a QEMU VM with 4 vCPUs in 2 NUMA nodes, KVM where the host has
 # it and TCG otherwise, and runs one job there from this source tree: by
-# default the rig suite (tests/rig/suite.py), whose TAP results, logs and
+# default the rig suite (tests/rig/suite.py; --set ci: CI's set of its
+# tests, full: all, the default), whose TAP results, logs and
 # facts come back in OUT. Builds happen here, before boot: the Debian
 # package (scripts/build-deb.sh, reused when the sources have not changed),
 # which the VM installs with dpkg and systemd runs; the VM sees this tree
 # and the build at the same paths. See tests/rig/README.md.
 #
 # usage: rig.sh --build DIR --out DIR [--timeout SEC] [--accel auto|kvm|tcg]
-#               [-- COMMAND ARGS...]
+#               [--set ci|full] [-- COMMAND ARGS...]
 # Exits with the job's status (the suite: 0 once every test has reported).
 # QEMU, both virtiofsd and their mount namespaces go away with this script,
 # however it ends (an EXIT trap, and PR_SET_PDEATHSIG should it be killed).
@@ -21,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
 vm=$src/vm-images
-build='' out='' timeout=3000 accel=auto
+build='' out='' timeout=3000 accel=auto set=full
 cmd=()
 
 die() { echo "rig: $*" >&2; exit 2; }
@@ -33,8 +34,9 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --accel) accel=$2; shift 2 ;;
+    --set) set=$2; shift 2 ;;
     --) shift; cmd=("$@"); break ;;
-    -h | --help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
     esac
 done
@@ -42,6 +44,7 @@ done
 [ -n "$build" ] && [ -x "$build/vcpusched/vcpuschedd" ] || die "--build DIR: no vcpusched/vcpuschedd there (build first)"
 [ -n "$out" ] || die "--out DIR is required"
 case $timeout in '' | *[!0-9]*) die "--timeout: '$timeout' is not a number of seconds" ;; esac
+case $set in ci | full) ;; *) die "--set: '$set' is not ci or full" ;; esac
 case $accel in auto) accel=$("$vm/accel") ;; kvm | tcg) ;; *) die "--accel: '$accel' is not auto, kvm or tcg" ;; esac
 build=$(realpath "$build")
 # The VM finds these at the same paths, and systemd reads them from job.env.
@@ -52,7 +55,7 @@ virtiofsd=/usr/lib/qemu/virtiofsd
 for t in qemu-system-x86_64 unshare setpriv numactl "$virtiofsd" /lib/systemd/systemd; do
     command -v "$t" >/dev/null || die "$t not found (run scripts/deps.sh)"
 done
-[ ${#cmd[@]} -gt 0 ] || cmd=(python3 tests/rig/suite.py --out /rig)
+[ ${#cmd[@]} -gt 0 ] || cmd=(python3 tests/rig/suite.py --out /rig --set "$set")
 
 # The rig's initramfs and the nested guest's image, built or reused here:
 # the VM then finds both in the cache.

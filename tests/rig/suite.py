@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
 """The rig suite, inside the rig VM (tests/rig/rig.sh runs it): the tests
-tests/rig/tests.list names, in its order, each with a time limit. Results
+tests/rig/tests.list names, in its order, each with a time limit: those
+of one set (ci: CI's; full, the default: every test). Results
 go to OUT/results.tap as each test ends (TAP 13: ok, not ok, # SKIP, and
 "not ok # TODO" for a test marked rigtest.known_bug that fails), each
 test's output to OUT/logs/NAME.log; tests/rig/result hands them to ctest.
 Exits 0 once every test has a line, whatever the results.
 
-usage: suite.py --out DIR [--only NAME[,NAME...]]"""
+usage: suite.py --out DIR [--set ci|full] [--only NAME[,NAME...]]"""
 
 import argparse
 import os
@@ -20,15 +21,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "integration")]
 
 
+SETS = ("ci", "full")
+
+
 def read_list(path):
-    """[(name, unittest id, seconds)] from tests.list."""
+    """[(name, unittest id, seconds, set)] from tests.list."""
     tests = []
     with open(path) as f:
         for line in f:
             words = line.split("#", 1)[0].split()
             if words:
-                name, test_id, limit = words
-                tests.append((name, test_id, int(limit)))
+                name, test_id, limit, which = words
+                if which not in SETS:
+                    raise ValueError(f"{path}: {name}: set '{which}' is not ci or full")
+                tests.append((name, test_id, int(limit), which))
     return tests
 
 
@@ -140,9 +146,13 @@ def on_alarm(signum, frame):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", help="comma-separated test names (default: all)")
+    ap.add_argument("--set", choices=SETS, default="full",
+                    help="ci: the tests of CI's set; full: every test (default)")
+    ap.add_argument("--only", help="comma-separated test names (default: all of the set)")
     args = ap.parse_args()
     tests = read_list(os.path.join(HERE, "tests.list"))
+    if args.set == "ci":
+        tests = [t for t in tests if t[3] == "ci"]
     if args.only:
         keep = args.only.split(",")
         unknown = set(keep) - {t[0] for t in tests}
@@ -152,7 +162,7 @@ def main():
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     signal.signal(signal.SIGALRM, on_alarm)
     suite = unittest.TestSuite()
-    for _, test_id, _ in tests:
+    for _, test_id, _, _ in tests:
         suite.addTest(unittest.defaultTestLoader.loadTestsFromName(test_id))
     result = TapResult(args.out, {t[1]: t[0] for t in tests}, {t[1]: t[2] for t in tests})
     suite.run(result)
@@ -160,7 +170,7 @@ def main():
     # still gets its line, and the fixture's error in its log.
     fixture_errors = "".join(f"{test}: {text}" for test, text in result.errors
                              if not isinstance(test, unittest.TestCase))
-    for name, test_id, _ in tests:
+    for name, test_id, _, _ in tests:
         if test_id not in result.reported:
             result.n += 1
             with open(os.path.join(args.out, "logs", name + ".log"), "a") as f:
