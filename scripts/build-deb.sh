@@ -32,15 +32,35 @@ done
 
 say() { echo "build-deb: $*" >&2; }
 
-# One version: the project's and the package's.
-version=$(sed -n 's/^project(vcpusched VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-deb_version=$(dpkg-parsechangelog -S Version)
-if [ "$version" != "$deb_version" ]; then
-    say "CMakeLists.txt says $version, debian/changelog $deb_version: add a changelog entry"
+# One release: the project's and the changelog's.
+release=$(sed -n 's/^project(vcpusched VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+deb_release=$(dpkg-parsechangelog -S Version)
+if [ "$release" != "$deb_release" ]; then
+    say "CMakeLists.txt says $release, debian/changelog $deb_release: add a changelog entry"
     exit 1
 fi
 dpkg-checkbuilddeps >&2 || { say "missing build dependencies (scripts/deps.sh)"; exit 1; }
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+
+# What git knows (committed or staged) plus new files it does not ignore.
+sources() {
+    git ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done
+}
+sources_hash=$(sources | tar -c --null -T - --mtime=@0 --owner=0 --group=0 --numeric-owner |
+    sha256sum | cut -d' ' -f1)
+
+# Each build its own version, above the release it builds on and in the
+# order of main's history, so that apt upgrades one build to the next and
+# can be sent back (docs/packaging.md, "Upgrades and rollback"):
+# RELEASE+N.gSHA for commit SHA, the Nth of its history; sources that are
+# not that commit's add .dHASH (theirs, 8 digits), which sorts after it.
+# Outside a git checkout: the release's version.
+version=$release
+if commit=$(git rev-parse --short=7 HEAD 2>/dev/null); then
+    version=$release+$(git rev-list --count HEAD).g$commit
+    [ -z "$(git status --porcelain --untracked-files=normal)" ] || version=$version.d${sources_hash:0:8}
+fi
 deb=$out/vcpusched_${version}_${arch}.deb
 
 # One build at a time (the rig and check-package.sh may ask at once): the
@@ -49,17 +69,12 @@ mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
 
-# What git knows (committed or staged) plus new files it does not ignore.
-sources() {
-    git ls-files -z --cached --others --exclude-standard |
-        while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done
-}
 # What the package is made of: the sources' names, modes, contents and
 # symlinks (a tar without times or owners), every installed package's
 # version (the toolchain, the -dev packages and what dpkg-shlibdeps reads),
 # and the kernel BTF the BPF program compiles against.
 key=$({
-    sources | tar -c --null -T - --mtime=@0 --owner=0 --group=0 --numeric-owner | sha256sum
+    echo "$sources_hash $version"
     dpkg-query -W -f '${Package} ${Version} ${Architecture}\n'
     sha256sum /sys/kernel/btf/vmlinux 2>/dev/null || true
 } | sha256sum | cut -d' ' -f1)
@@ -77,6 +92,19 @@ trap 'rm -rf "$work"' EXIT
 src=$work/vcpusched-$version
 mkdir -p "$src"
 sources | tar -c --null -T - | tar -x -C "$src"
+# The build's changelog entry, in the copy (the checkout's changelog names
+# releases): dated as its commit, so that the same commit builds the same.
+if [ "$version" != "$release" ]; then
+    {
+        echo "vcpusched ($version) unstable; urgency=medium"
+        echo
+        echo "  * Build of commit $commit, on top of release $release."
+        echo
+        echo " -- $(dpkg-parsechangelog -S Maintainer)  $(git log -1 --format=%cD HEAD)"
+        echo
+        cat debian/changelog
+    } >"$src/debian/changelog"
+fi
 
 as_builder=()
 if [ "$(id -u)" -eq 0 ]; then

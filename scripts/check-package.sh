@@ -192,6 +192,24 @@ $(diff <(echo "$expect") <(echo "$got"))"
 [ "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" = /etc/vcpusched/vcpuschedd.conf ] ||
     die "conffiles is not /etc/vcpusched/vcpuschedd.conf"
 ok "dpkg-deb -c: the $(echo "$expect" | wc -l) expected files, modes and conffile, nothing else"
+# The build's own version (scripts/build-deb.sh), which the programs report.
+pkg_version=$(dpkg-deb -f "$deb" Version)
+release=$(dpkg-parsechangelog -S Version)
+if commit=$(git rev-parse --short=7 HEAD 2>/dev/null); then
+    case $pkg_version in
+    "$release+$(git rev-list --count HEAD).g$commit" | "$release+$(git rev-list --count HEAD).g$commit".d????????) ;;
+    *) die "package version $pkg_version is not this build's ($release+N.g$commit[.dHASH])" ;;
+    esac
+    dpkg --compare-versions "$pkg_version" gt "$release" ||
+        die "package version $pkg_version is not above release $release"
+else
+    [ "$pkg_version" = "$release" ] || die "package version $pkg_version outside git: not release $release"
+fi
+dpkg-deb -x "$deb" "$work/x"
+said=$("$work/x/usr/sbin/vcpuschedd" --version)
+rm -rf "$work/x"
+[ "$said" = "vcpuschedd $pkg_version" ] || die "the packaged vcpuschedd says '$said', the package $pkg_version"
+ok "version $pkg_version: this build's (release $release), and what the packaged vcpuschedd reports"
 
 # --- 3. lintian --------------------------------------------------------------
 changes=${deb%.deb}.changes
