@@ -79,10 +79,28 @@ deb=$("$src/scripts/build-deb.sh") || die "scripts/build-deb.sh failed"
 mkdir "$out/deb"
 cp "$deb" "$out/deb/"
 log "package $(basename "$deb") ready in $(($(date +%s) - t)) s"
+# The whole suite's upgrade test (rig.service_upgrade) goes from an older
+# build to this one and back: the parent commit's package, built from a
+# worktree of it by its own scripts/build-deb.sh.
+prev_deb=''
+if [ "$set" = full ]; then
+    t=$(date +%s)
+    prev_src=$(mktemp -d /var/tmp/vcpusched-rig-prev.XXXXXX)
+    git -C "$src" worktree add --detach --force "$prev_src/tree" HEAD~1 >/dev/null 2>&1 ||
+        die "git worktree of HEAD~1 (the upgrade test's older build) failed"
+    prev_deb=$("$prev_src/tree/scripts/build-deb.sh" --out "$out/deb-prev.build") || true
+    git -C "$src" worktree remove --force "$prev_src/tree"
+    rm -rf "$prev_src"
+    [ -f "$prev_deb" ] || die "the parent commit's package did not build ($out/deb-prev.build/build.log)"
+    mkdir "$out/deb-prev"
+    cp "$prev_deb" "$out/deb-prev/"
+    log "the parent commit's package $(basename "$prev_deb") ready in $(($(date +%s) - t)) s"
+fi
 {
     echo "VS_RIG_SRC=$src"
     echo "VS_RIG_BUILD=$build"
     echo "VS_RIG_DEB=/rig/deb/$(basename "$deb")"
+    [ -z "$prev_deb" ] || echo "VS_RIG_DEB_PREV=/rig/deb-prev/$(basename "$prev_deb")"
     echo "VCPUSCHED_BUILD=$build"
     echo "VCPUSCHED_TIME_SCALE=$([ "$accel" = tcg ] && echo 10 || echo 1)"
     # The test daemons' watchdog, as the rig's vcpuschedd.conf has it (why: there).

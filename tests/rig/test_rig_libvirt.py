@@ -17,13 +17,15 @@ tests.list and share the domain; the service tests run before them."""
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
 import unittest
 
 import vstest
-from rigtest import ctl_json, run
+import rigtest
+from rigtest import ctl, ctl_json, main_pid, run
 
 NS_URI = "https://vcpusched.org/xmlns/1"
 DOM = "rig-lv"
@@ -321,6 +323,89 @@ class LibvirtTest(unittest.TestCase):
                              "still frozen after cap=0")
         for t in tids:
             self.assertTrue(vstest.is_fifo(t))
+
+    def test_d_z_upgrade_and_rollback_keep_every_domain(self):
+        """The package's upgrade path (docs/packaging.md, "Upgrades and
+        rollback"), with the libvirt domain, a QMP-attached QEMU and a
+        pid-attached process managed with parameters not the defaults:
+        `dpkg -i` (apt's step) of the parent commit's build, a downgrade,
+        then of this one. After each, systemd runs the package's daemon
+        (its version answers), which took the three domains up again from
+        the live record with their parameters. Set "full" only: rig.sh
+        builds the parent's package for it."""
+        new, old = os.environ["VS_RIG_DEB"], os.environ.get("VS_RIG_DEB_PREV")
+        self.assertTrue(old, "no older build's package: rig.sh --set full builds the parent "
+                        "commit's (VS_RIG_DEB_PREV)")
+
+        def version_of(deb):
+            return run("dpkg-deb", "-f", deb, "Version").stdout.strip()
+        v_new, v_old = version_of(new), version_of(old)
+        self.assertEqual(run("dpkg", "--compare-versions", v_old, "lt", v_new,
+                             check=False).returncode, 0, f"{v_old} is not older than {v_new}")
+        qemu_pid, qmp, vcpus = self.bare_qemu()
+        hog = rigtest.Spinner()
+        self.addCleanup(hog.stop)
+        ctl("attach", "upg-qmp", "--qmp", qmp, "weight=384", "class=background")
+        ctl("attach", "upg-pid", "--pid", str(hog.pid), "weight=128", "cap=40")
+        # The process's every thread (spin_target's main one and its spinner).
+        hog_tids = next(d for d in ctl_json("list")["domains"] if d["name"] == "upg-pid")["vcpus"]
+        hog_tids = [v["tid"] for v in hog_tids]
+        self.assertIn(hog.tid, hog_tids)
+        want = {"upg-qmp": (vcpus, {"weight": "384", "class": "background"}),
+                "upg-pid": (hog_tids, {"weight": "128", "cap": "40"}),
+                DOM: (status_vcpus()[1], {"weight": "512"})}  # its metadata's (test_d)
+        self.assert_managed(want)
+        try:
+            for deb, version in ((old, v_old), (new, v_new)):
+                before, t0 = main_pid(), time.monotonic()
+                r = run("dpkg", "-i", deb, timeout=600)
+                print(f"# dpkg -i {os.path.basename(deb)}: {time.monotonic() - t0:.1f} s\n"
+                      f"{r.stdout}{r.stderr}", flush=True)
+                self.assertEqual(run("dpkg-query", "-W", "-f", "${Version}",
+                                     rigtest.PACKAGE).stdout, version)
+                self.assertIsNotNone(
+                    vstest.wait_until(lambda: main_pid() not in (0, before)
+                                      and rigtest.service_answers(), 60, step=0.2),
+                    f"no new daemon answering after dpkg -i {deb}")
+                self.assertEqual(ctl_json("version")["version"], version)
+                journal = run("journalctl", "-q", "-o", "cat", f"_PID={main_pid()}",
+                              check=False).stdout
+                print(f"# {version}: {[x for x in journal.splitlines() if 'live record' in x]}",
+                      flush=True)
+                self.assertIn("live record: 3 domain(s) and 0 pool(s) taken up, 0 entries not",
+                              journal)
+                self.assert_managed(want)
+        finally:
+            ctl("detach", "upg-qmp", check=False)
+            ctl("detach", "upg-pid", check=False)
+        self.assertEqual(run("dpkg", "--verify", rigtest.PACKAGE).stdout, "")
+
+    def bare_qemu(self):
+        """A QEMU with no guest and 2 vCPU threads, its QMP socket in the
+        test's folder. Returns (pid, socket, vCPU thread ids)."""
+        pidfile, qmp = os.path.join(self.tmp, "upg.pid"), os.path.join(self.tmp, "upg.qmp")
+        run("qemu-system-x86_64", "-accel", "tcg", "-machine", "pc", "-display", "none",
+            "-nodefaults", "-m", "64", "-smp", "2", "-name", "upg,debug-threads=on",
+            "-qmp", f"unix:{qmp},server=on,wait=off", "-daemonize", "-pidfile", pidfile)
+        pid = int(vstest.read(pidfile))
+        self.addCleanup(lambda: vstest.exited(pid) or os.kill(pid, signal.SIGKILL))
+        vcpus = sorted(t for t in vstest.threads_of(pid)
+                       if vstest.read(f"/proc/{pid}/task/{t}/comm").startswith("CPU "))
+        self.assertEqual(len(vcpus), 2)
+        return pid, qmp, vcpus
+
+    def assert_managed(self, want):
+        """Each domain of want (name: (thread ids, parameters)) listed with
+        those threads and parameters, each thread SCHED_FIFO on CPUs 1-3."""
+        doms = {d["name"]: d for d in ctl_json("list")["domains"]}
+        for name, (tids, params) in want.items():
+            self.assertIn(name, doms, f"{name} not managed: {sorted(doms)}")
+            self.assertEqual(sorted(v["tid"] for v in doms[name]["vcpus"]), sorted(tids), name)
+            for k, v in params.items():
+                self.assertEqual(doms[name]["params"].get(k), v, f"{name}: {k}")
+            for t in tids:
+                self.assertTrue(vstest.is_fifo(t), f"{name}: thread {t} not SCHED_FIFO")
+                self.assertLessEqual(os.sched_getaffinity(t), {1, 2, 3})
 
     def test_e_destroy_detaches(self):
         pid, tids = status_vcpus()
