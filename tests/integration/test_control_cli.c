@@ -202,6 +202,7 @@ static const struct cli_case cli_cases[] = {
     {{"list", "--json"}, 0, "list-json.txt", NULL, NULL},
     {{"-j", "stats"}, 0, "stats-json.txt", NULL, NULL},
     {{"version"}, 0, "version.txt", NULL, "{\"v\":1,\"cmd\":\"version\"}\n"},
+    {{"version", "--json"}, 0, "version-json.txt", NULL, NULL}, /* one JSON value */
     /* Requests built from words. */
     {{"attach", "web1", "--tid", "4250,4251", "--pool", "main", "weight=512", "cap=50"},
      0,

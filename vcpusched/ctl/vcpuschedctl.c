@@ -612,14 +612,15 @@ main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(o.cmd->name, "version") == 0)
-        printf("vcpuschedctl %s\n", VCPUSCHED_VERSION);
     o.req = calloc(1, sizeof(*o.req));
     if (o.req == NULL)
         return bad("out of memory");
     o.req->cmd = o.cmd->cmd;
     o.req->pool_op = o.cmd->pool_op;
     r = o.cmd->build(&o, argc - words + 1, argv + words - 1);
+    /* With --json, the daemon's answer alone: the output is one JSON value. */
+    if (r == 0 && strcmp(o.cmd->name, "version") == 0 && !o.json)
+        printf("vcpuschedctl %s\n", VCPUSCHED_VERSION);
     if (r == 0)
         r = o.run != NULL ? o.run(&o) : run(&o);
     free(o.req);
