@@ -17,8 +17,9 @@
 #
 # Each stage prints its time against its budget (the whole run: 30 minutes
 # on a 2-CPU machine, apt included; the stages' budgets add up to it, the
-# rig's the widest: 500-1560 s with the host's speed under TCG); each suite ends with
-# the ten smallest margins of its timing checks, and a failed suite lists
+# rig's the widest, its time set by the host's speed under TCG:
+# tests/rig/README.md); each suite ends with the ten smallest margins of
+# its timing checks, and a failed suite lists
 # its failed tests and their margins before their output
 # (scripts/margins.py).
 #
