@@ -196,8 +196,9 @@ ok "dpkg-deb -c: the $(echo "$expect" | wc -l) expected files, modes and conffil
 pkg_version=$(dpkg-deb -f "$deb" Version)
 release=$(dpkg-parsechangelog -S Version)
 if commit=$(git rev-parse --short=7 HEAD 2>/dev/null); then
+    this_build=$release+$(git rev-list --count HEAD).g$commit
     case $pkg_version in
-    "$release+$(git rev-list --count HEAD).g$commit" | "$release+$(git rev-list --count HEAD).g$commit".d????????) ;;
+    "$this_build" | "$this_build".d????????) ;;
     *) die "package version $pkg_version is not this build's ($release+N.g$commit[.dHASH])" ;;
     esac
     dpkg --compare-versions "$pkg_version" gt "$release" ||

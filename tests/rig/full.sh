@@ -45,13 +45,11 @@ failed=$(grep -c '^not ok' "$out/results.tap" || true)
     echo
     echo "| test | set | result | time |"
     echo "|---|---|---|---|"
-    python3 - "$out/results.tap" "$top/tests/rig/tests.list" <<'EOF'
+    python3 - "$out/results.tap" "$top/tests/rig" <<'EOF'
 import re, sys
-sets = {}
-for line in open(sys.argv[2]):
-    w = line.split("#", 1)[0].split()
-    if w:
-        sets[w[0]] = w[3]
+sys.path.insert(0, sys.argv[2])
+from suite import read_list
+sets = {name: which for name, _, _, which in read_list(f"{sys.argv[2]}/tests.list")}
 tap = open(sys.argv[1]).read()
 for m in re.finditer(r"^(ok|not ok) \d+ - (\S+)(.*)\n  # (.*)$", tap, re.M):
     print(f"| {m[2]} | {sets.get(m[2], '?')} | {m[1]}{m[3]} | {m[4]} |")
